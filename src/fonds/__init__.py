@@ -1,0 +1,3 @@
+"""Fonds: an archival records backend with an ArchivesSpace-compatible HTTP API."""
+
+__version__ = "0.1.0"

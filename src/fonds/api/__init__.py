@@ -1,0 +1,1 @@
+"""HTTP only: routes, request parsing, dependencies. No SQL here."""

@@ -1,0 +1,74 @@
+"""`make_routes(record_type)`: list, create, read, update and delete routes for one registered type."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from fonds.api.deps import RawBody, Services, require
+from fonds.api.params import ListingParams, ResolveParam
+from fonds.api.routing import add_route, json_response, record_body, record_response, with_repo_id
+from fonds.records.registry import RecordType
+from fonds.records.service import Actor
+
+WRITE_RESULT = {
+    "200": {
+        "description": "Created / Updated",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/write_result"}}},
+    }
+}
+
+
+def make_routes(record_type: RecordType) -> APIRouter:
+    router = APIRouter(tags=[record_type.name])
+    perms = record_type.permissions
+    base = record_type.collection_path
+    item = f"{base}/{{id}}"
+    scoped = record_type.repo_scoped
+    name = record_type.name
+
+    def list_records(app: Services, params: ListingParams, actor: Actor = require(perms.read), repo_id: int | None = None):
+        records = app.records
+        if record_type.list_is_plain_array:
+            return json_response(records.list_all(record_type, repo_id=repo_id, resolve=params.resolve))
+        if params.page is not None:
+            return json_response(records.list_page(record_type, repo_id=repo_id, page=params.page, resolve=params.resolve))
+        if params.id_set is not None:
+            return json_response(records.list_all(record_type, repo_id=repo_id, resolve=params.resolve, ids=params.id_set))
+        return json_response(records.list_ids(record_type, repo_id=repo_id))
+
+    def list_plain(app: Services, resolve: ResolveParam = [], actor: Actor = require(perms.read), repo_id: int | None = None):
+        return json_response(app.records.list_all(record_type, repo_id=repo_id, resolve=resolve))
+
+    def create_record(app: Services, body: RawBody, actor: Actor = require(perms.create), repo_id: int | None = None):
+        return json_response(app.records.create(record_type, body, repo_id=repo_id, actor=actor))
+
+    def read_record(id: int, app: Services, resolve: ResolveParam = [], actor: Actor = require(perms.read), repo_id: int | None = None):
+        return json_response(app.records.read(record_type, id, repo_id=repo_id, resolve=resolve))
+
+    def update_record(id: int, app: Services, body: RawBody, actor: Actor = require(perms.update), repo_id: int | None = None):
+        return json_response(app.records.update(record_type, id, body, repo_id=repo_id, actor=actor))
+
+    def delete_record(id: int, app: Services, actor: Actor = require(perms.delete), repo_id: int | None = None):
+        return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
+
+    lister = list_plain if record_type.list_is_plain_array else list_records
+    routes = {
+        "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": record_response(name, many=True)}),
+        "create": (base, create_record, "POST", perms.create, f"Create a {name}", {**record_body(name), "responses": WRITE_RESULT}),
+        "read": (item, read_record, "GET", perms.read, f"Read a {name}", {"responses": record_response(name)}),
+        "update": (item, update_record, "POST", perms.update, f"Update a {name} (whole record, current lock_version)", {**record_body(name), "responses": WRITE_RESULT}),
+        "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {}),
+    }
+    for action in record_type.actions:
+        path, endpoint, method, permission, summary, extra = routes[action]
+        add_route(
+            router,
+            path,
+            with_repo_id(endpoint, scoped),
+            methods=[method],
+            permission=permission,
+            summary=summary,
+            name=f"{action}_{name}",
+            openapi_extra=extra,
+        )
+    return router

@@ -1,0 +1,49 @@
+"""Adding routes so that none can forget its permission: every route names one, or `PUBLIC`."""
+
+from __future__ import annotations
+
+import inspect
+
+import orjson
+from fastapi import APIRouter, Path
+from fastapi.routing import APIRoute
+from starlette.responses import Response
+
+JSON = "application/json"
+
+
+def json_response(content: bytes | dict | list) -> Response:
+    body = content if isinstance(content, bytes) else orjson.dumps(content)
+    return Response(body, media_type=JSON)
+
+
+def add_route(router: APIRouter, path: str, endpoint, *, methods: list[str], permission: str, **kwargs) -> APIRoute:
+    router.add_api_route(path, endpoint, methods=methods, response_class=Response, **kwargs)
+    route = router.routes[-1]
+    route.fonds_permission = permission
+    return route
+
+
+def with_repo_id(endpoint, repo_scoped: bool):
+    """Give a generic endpoint a `repo_id` path parameter only where the path has one."""
+    signature = inspect.signature(endpoint)
+    # FastAPI calls endpoints with keywords only, so every parameter can be keyword-only.
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values() if p.name != "repo_id"]
+    if repo_scoped:
+        params.insert(
+            0,
+            inspect.Parameter("repo_id", inspect.Parameter.KEYWORD_ONLY, annotation=int, default=Path(description="Repository id")),
+        )
+    endpoint.__signature__ = signature.replace(parameters=params)
+    return endpoint
+
+
+def record_body(schema_name: str) -> dict:
+    return {"requestBody": {"required": True, "content": {JSON: {"schema": {"$ref": f"#/components/schemas/{schema_name}"}}}}}
+
+
+def record_response(schema_name: str, *, many: bool = False) -> dict:
+    schema = {"$ref": f"#/components/schemas/{schema_name}"}
+    if many:
+        schema = {"type": "array", "items": schema}
+    return {"200": {"description": "OK", "content": {JSON: {"schema": schema}}}}

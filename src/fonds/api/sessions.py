@@ -1,0 +1,54 @@
+"""Login and logout."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+
+from fonds.api.deps import PUBLIC, Services, session_token
+from fonds.api.routing import add_route, json_response
+from fonds.auth import login as login_service
+from fonds.auth.sessions import end_session
+from fonds.errors import BadRequest, missing_parameter
+
+USERNAME = re.compile(r"^[a-z0-9\-_. @]+$")
+
+
+def parse_bool(name: str, raw: str | None, default: bool) -> bool:
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise BadRequest({name: [f"Wanted type Boolean but got '{raw}'"]})
+
+
+def login(
+    username: str,
+    app: Services,
+    password: Annotated[str | None, Query(description="The password (or send it as a form field).")] = None,
+    expiring: Annotated[str | None, Query(description="false: a long-lived session.")] = None,
+    password_form: Annotated[str | None, Form(alias="password")] = None,
+    expiring_form: Annotated[str | None, Form(alias="expiring")] = None,
+):
+    name = username.strip().lower()
+    if not USERNAME.match(name) or "  " in name:
+        raise BadRequest("Invalid username")
+    secret = password_form if password_form is not None else password
+    if secret is None or secret == "":
+        raise missing_parameter("password")
+    keep = parse_bool("expiring", expiring_form if expiring_form is not None else expiring, True)
+    return json_response(login_service.login(app.db, app.registry, app.settings, username=name, password=secret, expiring=keep))
+
+
+def logout(request: Request, app: Services):
+    token = session_token(request)
+    ended = bool(token) and end_session(app.db, token)
+    return json_response({"status": "session_logged_out" if ended else "no_active_session"})
+
+
+router = APIRouter(tags=["sessions"])
+add_route(router, "/users/{username}/login", login, methods=["POST"], permission=PUBLIC, summary="Log in; returns a session token")
+add_route(router, "/logout", logout, methods=["POST"], permission=PUBLIC, summary="End the current session")

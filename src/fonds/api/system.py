@@ -1,0 +1,77 @@
+"""System routes: service info, version, schemas, enumerations, the API docs page."""
+
+from __future__ import annotations
+
+import platform
+from importlib import resources
+
+from fastapi import APIRouter
+from starlette.responses import HTMLResponse, PlainTextResponse
+
+from fonds import __version__
+from fonds.api.deps import PUBLIC, Services
+from fonds.api.routing import add_route, json_response
+from fonds.errors import NotFound
+from fonds.records.schemas import load_enumerations
+
+
+def info(app: Services):
+    return json_response(
+        {
+            "name": "Fonds",
+            "version": __version__,
+            "archivesSpaceVersion": "v4.2.1",
+            "databaseProductName": app.db.kind,
+            "databaseProductVersion": app.db.version,
+            "python_version": platform.python_version(),
+        }
+    )
+
+
+def version():
+    return PlainTextResponse(f"Fonds (v{__version__})")
+
+
+def schemas(app: Services):
+    return json_response(app.records.schemas.schemas)
+
+
+def schema(name: str, app: Services):
+    found = app.records.schemas.schemas.get(name)
+    if found is None:
+        raise NotFound(f"No schema named {name!r}")
+    return json_response(found)
+
+
+def enumerations():
+    listing = []
+    for number, (name, enum) in enumerate(sorted(load_enumerations().items()), start=1):
+        listing.append(
+            {
+                "jsonmodel_type": "enumeration",
+                "uri": f"/config/enumerations/{number}",
+                "name": name,
+                "default_value": enum["default"],
+                "editable": enum["editable"],
+                "values": enum["values"],
+                "readonly_values": enum["readonly"],
+                "enumeration_values": [
+                    {"jsonmodel_type": "enumeration_value", "value": value, "position": position, "suppressed": False, "readonly": value in enum["readonly"]}
+                    for position, value in enumerate(enum["values"])
+                ],
+            }
+        )
+    return json_response(listing)
+
+
+def docs_page():
+    return HTMLResponse((resources.files("fonds.api") / "docs.html").read_text())
+
+
+router = APIRouter(tags=["system"])
+add_route(router, "/", info, methods=["GET"], permission=PUBLIC, summary="Service information")
+add_route(router, "/version", version, methods=["GET"], permission=PUBLIC, summary="Version string")
+add_route(router, "/schemas", schemas, methods=["GET"], permission=PUBLIC, summary="Every record schema")
+add_route(router, "/schemas/{name}", schema, methods=["GET"], permission=PUBLIC, summary="One record schema")
+add_route(router, "/config/enumerations", enumerations, methods=["GET"], permission=PUBLIC, summary="Controlled value lists")
+add_route(router, "/docs", docs_page, methods=["GET"], permission=PUBLIC, summary="API documentation page", include_in_schema=False)

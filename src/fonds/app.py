@@ -1,0 +1,109 @@
+"""`create_app(settings)`: the FastAPI application with its database and services."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from fonds import __version__
+from fonds.api import archival_objects, sessions, system
+from fonds.api.crud import make_routes
+from fonds.api.deps import AppServices
+from fonds.bootstrap import bootstrap
+from fonds.config import Settings, load_settings
+from fonds.errors import install_error_handlers
+from fonds.records.registry import REGISTRY, database_metadata
+from fonds.records.service import RecordService
+from fonds.storage import migrate
+from fonds.storage.db import Database
+
+log = logging.getLogger("fonds")
+CACHE_CONTROL = (b"cache-control", b"private, must-revalidate, max-age=0")
+
+
+class CacheControl:
+    """ArchivesSpace marks every response private and not to be reused without revalidation."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_header(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), CACHE_CONTROL]
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
+def open_services(settings: Settings) -> AppServices:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.effective_database_url, database_metadata())
+    migrate.upgrade(db)
+    records = RecordService(db, REGISTRY, settings)
+    bootstrap(records)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
+
+
+def _openapi(app: FastAPI, records_schemas: dict) -> dict:
+    spec = get_openapi(title="Fonds", version=__version__, routes=app.routes, description="ArchivesSpace-compatible archival records API.")
+    components = spec.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in records_schemas.items():
+        components[name] = _as_component(schema)
+    components["write_result"] = {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string"},
+            "id": {"type": "integer"},
+            "lock_version": {"type": "integer"},
+            "stale": {"type": ["boolean", "null"]},
+            "uri": {"type": "string"},
+            "warnings": {},
+        },
+    }
+    return spec
+
+
+def _as_component(node):
+    if isinstance(node, dict):
+        return {
+            key: (f"#/components/schemas/{value}" if key == "$ref" else _as_component(value))
+            for key, value in node.items()
+            if key not in ("$schema", "$id")
+        }
+    if isinstance(node, list):
+        return [_as_component(item) for item in node]
+    return node
+
+
+def create_app(settings: Settings) -> FastAPI:
+    services = open_services(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        services.db.dispose()
+
+    app = FastAPI(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.fonds = services
+    install_error_handlers(app)
+    for router in (system.router, sessions.router, archival_objects.router):
+        app.include_router(router)
+    for record_type in REGISTRY:
+        app.include_router(make_routes(record_type))
+    spec: dict = {}
+    app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    app.add_middleware(CacheControl)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """Factory for `uvicorn --factory` (used by `fonds serve` with several workers)."""
+    return create_app(load_settings())

@@ -1,0 +1,1 @@
+"""Authentication and authorisation: passwords, sessions, permissions."""

@@ -1,0 +1,70 @@
+"""Sessions: random tokens handed to the client, stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert, select, update
+
+from fonds.config import Settings
+from fonds.errors import SessionGone
+from fonds.storage import records as store
+from fonds.storage.db import Database
+
+# Activity is written at most this often per session, not on every request.
+TOUCH_INTERVAL = datetime.timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class SessionUser:
+    session_id: int
+    user_id: int
+    username: str
+    is_admin: bool
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def open_session(conn, tables, *, user_id: int, expiring: bool) -> str:
+    token = secrets.token_hex(32)
+    now = store.utcnow()
+    conn.execute(insert(tables["session"]).values(token_hash=token_hash(token), user_id=user_id, expiring=expiring, created_at=now, last_used_at=now))
+    return token
+
+
+def idle_limit(settings: Settings, expiring: bool) -> datetime.timedelta:
+    return datetime.timedelta(seconds=settings.session_expire_seconds if expiring else settings.session_nonexpiring_seconds)
+
+
+def resolve_session(db: Database, settings: Settings, token: str) -> SessionUser:
+    """The user behind a token, or 412 (SESSION_GONE / SESSION_EXPIRED)."""
+    sessions, users = db.tables["session"], db.tables["user"]
+    with db.read() as conn:
+        row = conn.execute(
+            select(sessions.c.id, sessions.c.expiring, sessions.c.last_used_at, users.c.id.label("user_id"), users.c.username, users.c.is_admin, users.c.is_active)
+            .join(users, users.c.id == sessions.c.user_id)
+            .where(sessions.c.token_hash == token_hash(token))
+        ).one_or_none()
+    if row is None or not row.is_active:
+        raise SessionGone("SESSION_GONE", "No session found for the token given")
+    now = store.utcnow()
+    idle = now - row.last_used_at
+    if idle > idle_limit(settings, row.expiring):
+        with db.write() as conn:
+            conn.execute(delete(sessions).where(sessions.c.id == row.id))
+        raise SessionGone("SESSION_EXPIRED", "Session timed out")
+    if idle > TOUCH_INTERVAL:
+        with db.write() as conn:
+            conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
+    return SessionUser(row.id, row.user_id, row.username, bool(row.is_admin))
+
+
+def end_session(db: Database, token: str) -> bool:
+    sessions = db.tables["session"]
+    with db.write() as conn:
+        return conn.execute(delete(sessions).where(sessions.c.token_hash == token_hash(token))).rowcount > 0

@@ -1,0 +1,136 @@
+"""Domain errors and the one place that turns them into ArchivesSpace-shaped JSON responses."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+log = logging.getLogger("fonds.errors")
+
+FieldErrors = dict[str, list[str]]
+
+
+class FondsError(Exception):
+    status = 500
+
+    def __init__(self, error: str | FieldErrors, **extra):
+        super().__init__(error if isinstance(error, str) else orjson.dumps(error).decode())
+        self.error = error
+        self.extra = extra
+
+    def body(self) -> dict:
+        return {"error": self.error, **self.extra}
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+
+class BadRequest(FondsError):
+    """400: the request itself is wrong (unparseable, bad parameter, reference to nothing)."""
+
+    status = 400
+
+
+class Invalid(BadRequest):
+    """400 for a record that fails validation: `{"error": {path: [msgs]}, "warning": {...}}`."""
+
+    def __init__(self, errors: FieldErrors, warnings: FieldErrors | None = None):
+        super().__init__(errors, warning=warnings or {})
+
+
+def invalid_field(path: str, message: str) -> Invalid:
+    return Invalid({path: [message]})
+
+
+def missing_parameter(*names: str) -> Invalid:
+    return Invalid({name: ["Parameter required but no value provided"] for name in names})
+
+
+class Denied(FondsError):
+    status = 403
+
+    def __init__(self, error: str = "Access denied"):
+        super().__init__(error)
+
+
+class LoginFailed(Denied):
+    def __init__(self):
+        super().__init__("Login failed")
+
+
+class NotFound(FondsError):
+    status = 404
+
+
+class Conflict(FondsError):
+    status = 409
+
+
+class SessionGone(FondsError):
+    status = 412
+
+    def __init__(self, code: str = "SESSION_GONE", error: str = "No session found for the token given"):
+        super().__init__(error, code=code)
+
+
+class TooLarge(FondsError):
+    status = 413
+
+
+class TooManyRequests(FondsError):
+    status = 429
+
+    def __init__(self, error: str, retry_after: int):
+        super().__init__(error)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+def json_error(status: int, body: dict, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def _describe_validation_error(err: dict) -> tuple[str, str]:
+    """Name a FastAPI parameter error after the parameter, with ArchivesSpace's wording."""
+    loc = [str(part) for part in err.get("loc", ()) if part not in ("query", "path", "body", "header", "form")]
+    name = loc[0] if loc else "request"
+    if err.get("type") == "missing":
+        return name, "Parameter required but no value provided"
+    wanted = {"int_parsing": "Integer", "bool_parsing": "Boolean", "int_type": "Integer"}.get(err.get("type", ""), "a valid value")
+    got = err.get("input")
+    return name, f"Wanted type {wanted} but got '{got}'"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(FondsError)
+    async def _fonds_error(request: Request, exc: FondsError) -> Response:
+        return json_error(exc.status, exc.body(), exc.headers())
+
+    @app.exception_handler(RequestValidationError)
+    async def _param_error(request: Request, exc: RequestValidationError) -> Response:
+        errors: FieldErrors = {}
+        for err in exc.errors():
+            name, message = _describe_validation_error(err)
+            errors.setdefault(name, []).append(message)
+        return json_error(400, {"error": errors})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            return json_error(404, {"error": f"No route matches {request.method} {request.url.path}"})
+        if exc.status_code == 405:
+            return json_error(405, {"error": f"Method {request.method} is not allowed on {request.url.path}"}, dict(exc.headers or {}))
+        return json_error(exc.status_code, {"error": str(exc.detail)}, dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        # The traceback goes to the log only: a body never carries code, SQL or secrets.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return json_error(500, {"error": "Internal server error"})

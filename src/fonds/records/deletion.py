@@ -1,0 +1,101 @@
+"""Deleting a record and what goes with it, as ArchivesSpace does: cascades (a resource takes its
+archival objects, a node its descendants, a repository its records), refs to deleted records
+removed from the records that held them, or the delete refused when a rule says so."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import orjson
+from sqlalchemy import select
+
+from fonds.errors import Conflict
+from fonds.storage import records as store
+
+Key = tuple[str, int]
+
+
+def _cascade(conn, registry, start: Key) -> set[Key]:
+    tables = conn.info["fonds_tables"]
+    doomed, frontier = {start}, [start]
+    while frontier:
+        found: list[Key] = []
+        for name, record_id in frontier:
+            if registry[name].hooks.contains_repository_records:
+                for other in registry:
+                    if other.repo_scoped:
+                        table = tables[other.name]
+                        found += [(other.name, i) for i in conn.execute(select(table.c.id).where(table.c.repo_id == record_id)).scalars()]
+        for link in store.links_to(conn, tables, frontier):
+            if registry[link.source_type].rule_for(link.field).on_target_delete == "cascade":
+                found.append((link.source_type, link.source_id))
+        frontier = [key for key in dict.fromkeys(found) if key not in doomed]
+        doomed.update(frontier)
+    return doomed
+
+
+def _remove_paths(doc: dict, paths: list[str]) -> None:
+    """Remove the values at slash paths, deepest and highest index first so the others stay valid."""
+
+    def sort_key(path: str):
+        return [int(p) if p.isdigit() else -1 for p in path.split("/")]
+
+    for path in sorted(set(paths), key=sort_key, reverse=True):
+        *parents, last = path.split("/")
+        node = doc
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.get(part)
+            if node is None:
+                break
+        else:
+            if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+                node.pop(int(last))
+            elif isinstance(node, dict):
+                node.pop(last, None)
+
+
+def _unlink_path(rule, path: str) -> str:
+    if not rule.unlink_at:
+        return path
+    depth = len(rule.unlink_at.split("/"))
+    return "/".join(path.split("/")[:depth])
+
+
+def delete_record(conn, registry, record_type, row, *, now, username: str, find_links) -> None:
+    tables = conn.info["fonds_tables"]
+    doomed = _cascade(conn, registry, (record_type.name, row.id))
+    unlink: dict[Key, list[str]] = defaultdict(list)
+    for link in store.links_to(conn, tables, doomed):
+        source = (link.source_type, link.source_id)
+        if source in doomed:
+            continue
+        rule = registry[link.source_type].rule_for(link.field)
+        if rule.on_target_delete == "restrict":
+            raise Conflict(rule.message or "Record deletion failed: the record is still referred to")
+        unlink[source].append(_unlink_path(rule, link.path))
+    for (name, source_id), paths in unlink.items():
+        _rewrite_without(conn, registry[name], source_id, paths, now=now, username=username, find_links=find_links)
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for name, record_id in doomed:
+        by_type[name].append(record_id)
+    for name, ids in by_type.items():
+        rows = store.fetch_many(conn, tables[name], ids)
+        registry[name].hooks.on_delete(conn, rows, doomed)
+        for doomed_row in rows:
+            uri = registry[name].uri(doomed_row.id, doomed_row.repo_id)
+            store.record_change(conn, tables, record_type=name, record_id=doomed_row.id, repo_id=doomed_row.repo_id, uri=uri, op="deleted", now=now)
+        store.delete_rows(conn, tables, name, ids)
+
+
+def _rewrite_without(conn, record_type, record_id: int, paths: list[str], *, now, username: str, find_links) -> None:
+    """Drop refs to deleted records from a surviving record; it changes, so its lock_version moves on."""
+    tables = conn.info["fonds_tables"]
+    row = store.fetch(conn, tables[record_type.name], record_id, for_update=True)
+    doc = orjson.loads(row.json)
+    _remove_paths(doc, paths)
+    lock_version = row.lock_version + 1
+    doc.update(lock_version=lock_version, modified=store.iso(now), system_mtime=store.iso(now))
+    store.store(conn, tables[record_type.name], record_id, json=orjson.dumps(doc), values={"lock_version": lock_version, "system_mtime": now})
+    store.replace_links(conn, tables, source_type=record_type.name, source_id=record_id, links=find_links(record_type, doc))
+    uri = record_type.uri(record_id, row.repo_id)
+    store.record_change(conn, tables, record_type=record_type.name, record_id=record_id, repo_id=row.repo_id, uri=uri, op="updated", now=now)

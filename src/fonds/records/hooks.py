@@ -1,0 +1,228 @@
+"""Per-type behaviour that really differs: derived fields, query columns, tree positions.
+
+Each record type gets one `Hooks` object in the registry; the generic record service calls
+these and never branches on type names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from fonds.errors import FieldErrors
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Row
+
+    from fonds.records.registry import RecordType, Registry
+
+DEFAULT_VOCABULARY = "/vocabularies/1"
+IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
+
+
+@dataclass
+class WriteContext:
+    """What a hook may know and change while one record is written."""
+
+    conn: Connection
+    registry: Registry
+    record_type: RecordType
+    repo_id: int | None
+    record_id: int
+    uri: str
+    existing: Row | None = None
+    existing_doc: dict | None = None
+    stale: bool = False
+    columns: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tables(self):
+        return self.conn.info["fonds_tables"]
+
+
+class Hooks:
+    # A repository's records go when it goes.
+    contains_repository_records = False
+
+    def list_filter(self, table):
+        """A WHERE clause hiding rows from listings (None: show all)."""
+        return None
+
+    def can_delete(self, row) -> bool:
+        return True
+
+    def check(self, doc: dict) -> FieldErrors:
+        """Rules a JSON Schema cannot express; returns field errors."""
+        return {}
+
+    def derive(self, ctx: WriteContext, doc: dict) -> None:
+        """Fill server-computed fields and `ctx.columns` before the record is stored."""
+
+    def on_delete(self, conn: Connection, rows: list[Row], deleted: set[tuple[str, int]]) -> None:
+        """Called with the rows of this type about to be deleted (all of `deleted` goes too)."""
+
+    def read_extras(self, conn: Connection, rows: list[Row]) -> list[dict] | None:
+        """Fields computed at read time and spliced into the stored JSON (None: nothing)."""
+        return None
+
+
+def _identifier(doc: dict) -> str | None:
+    if not doc.get("id_0"):
+        return None
+    return orjson.dumps([doc.get(part) for part in IDENTIFIER_PARTS]).decode()
+
+
+def identifier_errors(doc: dict) -> FieldErrors:
+    errors: FieldErrors = {}
+    for part in IDENTIFIER_PARTS:
+        if isinstance(doc.get(part), str) and len(doc[part]) > 50:
+            errors.setdefault(part, []).append("Max length is 50 characters")
+    parts = [doc.get(part) for part in IDENTIFIER_PARTS]
+    while parts and not parts[-1]:
+        parts.pop()
+    if any(not part for part in parts):
+        errors.setdefault("identifier", []).append("must not contain blank entries")
+    return errors
+
+
+class AccessionHooks(Hooks):
+    def check(self, doc):
+        return identifier_errors(doc)
+
+    def derive(self, ctx, doc):
+        ids = [doc[p] for p in IDENTIFIER_PARTS if doc.get(p)]
+        doc["display_string"] = doc.get("title") or "-".join(ids)
+        ctx.columns["identifier"] = _identifier(doc)
+
+
+class ResourceHooks(Hooks):
+    def check(self, doc):
+        return identifier_errors(doc)
+
+    def derive(self, ctx, doc):
+        doc["tree"] = {"ref": f"{ctx.uri}/tree"}
+        ctx.columns.update(identifier=_identifier(doc), ead_id=doc.get("ead_id"), level=doc.get("level"))
+
+
+def _date_label(date: dict) -> str:
+    if date.get("expression"):
+        text = date["expression"]
+    elif date.get("begin") and date.get("end"):
+        text = f"{date['begin']} - {date['end']}"
+    else:
+        text = date.get("begin", "")
+    return f"bulk: {text}" if date.get("date_type") == "bulk" else text
+
+
+def archival_object_display_string(doc: dict) -> str:
+    dates = ", ".join(_date_label(d) for d in doc.get("dates", []))
+    title = doc.get("title", "")
+    return ", ".join(part for part in (title, dates) if part) if title and dates else (title or dates)
+
+
+class ArchivalObjectHooks(Hooks):
+    def derive(self, ctx, doc):
+        from fonds.records import tree
+
+        if ctx.existing is not None:
+            if doc.get("ref_id") != ctx.existing.ref_id:
+                ctx.stale = True
+            doc["ref_id"] = ctx.existing.ref_id  # immutable once set, as ArchivesSpace
+        elif not doc.get("ref_id"):
+            doc["ref_id"] = uuid.uuid4().hex
+            ctx.stale = True
+        doc["display_string"] = archival_object_display_string(doc)
+        tree.place(ctx, doc)
+        ctx.columns.update(ref_id=doc["ref_id"], component_id=doc.get("component_id"), level=doc.get("level"))
+
+    def on_delete(self, conn, rows, deleted):
+        from fonds.records import tree
+
+        tree.close_gaps(conn, rows, deleted)
+
+    def read_extras(self, conn, rows):
+        from fonds.records import tree
+
+        return tree.read_extras(conn, rows)
+
+
+def _sha(*parts) -> str:
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()
+
+
+class SubjectHooks(Hooks):
+    def derive(self, ctx, doc):
+        vocabulary = doc.setdefault("vocabulary", DEFAULT_VOCABULARY)
+        terms = doc.get("terms", [])
+        for term in terms:
+            term.setdefault("vocabulary", vocabulary)
+        if terms:
+            doc["title"] = " -- ".join(term["term"] for term in terms)
+        doc["display_string"] = doc["title"]
+        source = doc.get("source")
+        term_key = [(t["term"], t["term_type"]) for t in terms] or doc["title"]
+        ctx.columns["terms_key"] = _sha(vocabulary, source, term_key)
+        ctx.columns["authority_key"] = _sha(vocabulary, source, doc["authority_id"]) if doc.get("authority_id") else None
+
+
+GLOBAL_REPO_CODE = "_archivesspace"
+
+
+class RepositoryHooks(Hooks):
+    contains_repository_records = True
+
+    def list_filter(self, table):
+        return table.c.repo_code != GLOBAL_REPO_CODE
+
+    def can_delete(self, row) -> bool:
+        return row.repo_code != GLOBAL_REPO_CODE
+
+    def derive(self, ctx, doc):
+        doc.setdefault("name", doc.get("title"))
+        doc["display_string"] = f"{doc['name']} ({doc['repo_code']})"
+        ctx.columns["repo_code"] = doc["repo_code"]
+
+
+class TopContainerHooks(Hooks):
+    def derive(self, ctx, doc):
+        doc.setdefault("indicator", doc.get("title"))
+        kind = (doc.get("type") or "").capitalize()
+        barcode = f" [Barcode: {doc['barcode']}]" if doc.get("barcode") else ""
+        label = " ".join(part for part in (kind, doc["indicator"]) if part)
+        doc["display_string"] = label + barcode
+        doc["long_display_string"] = label + barcode
+        ctx.columns.update(barcode=doc.get("barcode"), indicator=doc["indicator"])
+
+
+class LocationProfileHooks(Hooks):
+    def derive(self, ctx, doc):
+        doc.setdefault("name", doc.get("title"))
+        dims = [doc.get(k) for k in ("depth", "height", "width")]
+        if all(dims):
+            units = doc.get("dimension_units", "")
+            doc["display_string"] = f"{doc['name']} [{dims[0]}d, {dims[1]}h, {dims[2]}w {units}]".replace(" ]", "]")
+        else:
+            doc["display_string"] = doc["name"]
+        ctx.columns["name"] = doc["name"]
+
+
+class VocabularyHooks(Hooks):
+    def can_delete(self, row) -> bool:
+        return row.ref_id != "global"
+
+    def derive(self, ctx, doc):
+        doc.setdefault("name", doc.get("title"))
+        ctx.columns["ref_id"] = doc["ref_id"]
+
+
+class UserHooks(Hooks):
+    def derive(self, ctx, doc):
+        doc["username"] = doc["username"].strip().lower()
+        doc.setdefault("name", doc.get("title"))
+        doc.setdefault("is_admin", False)
+        doc.setdefault("is_active_user", True)
+        ctx.columns.update(username=doc["username"], is_admin=doc["is_admin"], is_active=doc["is_active_user"])

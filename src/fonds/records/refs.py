@@ -1,0 +1,108 @@
+"""References between records: checking them on write, recording them in the link table, and
+attaching `_resolved` copies on read (`resolve[]`)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import orjson
+from sqlalchemy import select
+
+from fonds.errors import BadRequest
+from fonds.records.registry import Registry
+
+_INDEX = re.compile(r"(^|/)\d+(?=/|$)")
+Link = tuple[str, str, str, int]
+
+
+def field_pattern(path: str) -> str:
+    return _INDEX.sub(lambda m: f"{m.group(1)}*", path)
+
+
+def check_refs(conn, registry: Registry, refs: list[tuple[str, str]], *, repo_id: int | None) -> list[Link]:
+    """Refuse refs to records that do not exist or live in another repository; return the links."""
+    tables = conn.info["fonds_tables"]
+    wanted: dict[str, set[int]] = defaultdict(set)
+    parsed = []
+    errors: dict[str, list[str]] = {}
+    for path, uri in refs:
+        target = registry.parse_uri(uri)
+        if target.record_type.repo_scoped and target.repo_id != repo_id:
+            errors.setdefault(path, []).append(f"Invalid URI reference for this ({repo_id}) repo: '{uri}'")
+            continue
+        parsed.append((path, uri, target))
+        wanted[target.record_type.name].add(target.record_id)
+    existing: dict[str, dict[int, int | None]] = {}
+    for name, ids in wanted.items():
+        table = tables[name]
+        existing[name] = dict(conn.execute(select(table.c.id, table.c.repo_id).where(table.c.id.in_(ids))).all())
+    links: list[Link] = []
+    for path, uri, target in parsed:
+        rows = existing[target.record_type.name]
+        if target.record_id not in rows or (target.record_type.repo_scoped and rows[target.record_id] != target.repo_id):
+            errors.setdefault(path, []).append(f"Can't relate to non-existent record: {uri}")
+            continue
+        links.append((field_pattern(path), path, target.record_type.name, target.record_id))
+    if errors:
+        raise BadRequest(errors)
+    return links
+
+
+def parse_resolve(keys: list[str]) -> dict[str, dict]:
+    """`["subjects", "top_container::container_locations"]` -> nested dict of keys to resolve."""
+    tree: dict[str, dict] = {}
+    for key in keys:
+        node = tree
+        for part in key.split("::"):
+            if part:
+                node = node.setdefault(part, {})
+    return tree
+
+
+def _matches(node, wanted: dict[str, dict], found: list[tuple[dict, dict]]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in wanted:
+                for item in value if isinstance(value, list) else [value]:
+                    if isinstance(item, dict) and isinstance(item.get("ref"), str):
+                        found.append((item, wanted[key]))
+            if key != "_resolved":
+                _matches(value, wanted, found)
+    elif isinstance(node, list):
+        for item in node:
+            _matches(item, wanted, found)
+
+
+def attach_resolved(conn, registry: Registry, render, docs: list[dict], wanted: dict[str, dict]) -> None:
+    """Add `_resolved` (the target's full JSON as its GET returns it) beside every matching ref.
+
+    `render(conn, record_type, rows)` turns rows into record JSON bytes."""
+    found: list[tuple[dict, dict]] = []
+    for doc in docs:
+        _matches(doc, wanted, found)
+    by_type: dict[str, set[int]] = defaultdict(set)
+    for ref, _ in found:
+        target = registry.parse_uri(ref["ref"])
+        if target:
+            by_type[target.record_type.name].add(target.record_id)
+    loaded: dict[str, dict] = {}
+    tables = conn.info["fonds_tables"]
+    for name, ids in by_type.items():
+        record_type = registry[name]
+        rows = conn.execute(select(tables[name]).where(tables[name].c.id.in_(ids))).all()
+        for row, body in zip(rows, render(conn, record_type, rows)):
+            loaded[record_type.uri(row.id, row.repo_id)] = orjson.loads(body)
+    nested: dict[int, tuple[dict, dict]] = {}
+    for ref, sub in found:
+        target = loaded.get(ref["ref"])
+        if target is not None:
+            copy = orjson.loads(orjson.dumps(target)) if sub else target
+            ref["_resolved"] = copy
+            if sub:
+                nested[id(copy)] = (copy, sub)
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for copy, sub in nested.values():
+        groups[orjson.dumps(sub).decode()].append(copy)
+    for key, copies in groups.items():
+        attach_resolved(conn, registry, render, copies, orjson.loads(key))

@@ -1,0 +1,86 @@
+"""Loading the JSON Schemas (one file per record type and subrecord) and walking them.
+
+The schemas use a small dialect on top of draft 2020-12 (see `docs/api.md`): `x-enum` names a
+controlled value list, `x-ref` marks a reference (object with `ref`, or a URI string) and lists
+the record types it may point at, `x-aspace-required` lists what ArchivesSpace requires beyond
+Fonds' minimum, `readOnly` marks server-produced fields.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from importlib import resources
+
+import referencing
+from referencing.jsonschema import DRAFT202012
+
+ENVELOPE_PROPERTIES = {
+    "uri": {"type": "string", "readOnly": True},
+    "lock_version": {"type": ["integer", "string"]},
+    "created": {"type": "string", "readOnly": True},
+    "modified": {"type": "string", "readOnly": True},
+    "create_time": {"type": "string", "readOnly": True},
+    "system_mtime": {"type": "string", "readOnly": True},
+    "user_mtime": {"type": "string", "readOnly": True},
+    "created_by": {"type": "string", "readOnly": True},
+    "last_modified_by": {"type": "string", "readOnly": True},
+    "repository": {
+        "type": "object",
+        "readOnly": True,
+        "properties": {"ref": {"type": "string"}, "_resolved": {"type": "object", "readOnly": True}},
+    },
+}
+
+
+class SchemaSet:
+    """Every schema by name, with the envelope injected into the top-level record types."""
+
+    def __init__(self, schemas: dict[str, dict], record_types: set[str]):
+        self.schemas = copy.deepcopy(schemas)
+        schemas = self.schemas
+        for name in record_types:
+            props = schemas[name].setdefault("properties", {})
+            for key, definition in ENVELOPE_PROPERTIES.items():
+                props.setdefault(key, definition)
+        self.registry = referencing.Registry().with_resources(
+            (name, DRAFT202012.create_resource(schema)) for name, schema in schemas.items()
+        )
+
+    def __getitem__(self, name: str) -> dict:
+        return self.schemas[name]
+
+    def deref(self, schema: dict) -> dict:
+        while "$ref" in schema:
+            schema = self.schemas[schema["$ref"]]
+        return schema
+
+    def branch_for(self, one_of: list[dict], jsonmodel_type) -> dict | None:
+        """The branch of a polymorphic array item whose `jsonmodel_type` const matches."""
+        for option in one_of:
+            target = self.deref(option)
+            const = target.get("properties", {}).get("jsonmodel_type", {}).get("const")
+            if const == jsonmodel_type:
+                return target
+        return None
+
+    def branch_names(self, one_of: list[dict]) -> list[str]:
+        return [self.deref(option).get("properties", {}).get("jsonmodel_type", {}).get("const", "?") for option in one_of]
+
+
+@functools.cache
+def load_schema_files() -> dict[str, dict]:
+    folder = resources.files("fonds.records") / "schemas"
+    schemas = {}
+    for entry in folder.iterdir():
+        if entry.name.endswith(".json"):
+            schema = json.loads(entry.read_text())
+            schemas[schema["$id"]] = schema
+    return schemas
+
+
+@functools.cache
+def load_enumerations() -> dict[str, dict]:
+    data = json.loads((resources.files("fonds.records") / "enumerations.json").read_text())
+    return data["enumerations"]

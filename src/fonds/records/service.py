@@ -1,0 +1,291 @@
+"""The record service: create, read, update, delete and list any registered type.
+
+Plain keyword-only functions under thin route handlers. Each write is one transaction that
+also appends to the change log; reads serve the stored JSON bytes as they are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from sqlalchemy import func, select
+
+from fonds.config import Settings
+from fonds.errors import BadRequest, Conflict, Invalid, NotFound
+from fonds.records import deletion, refs
+from fonds.records.hooks import WriteContext
+from fonds.records.registry import RecordType, Registry
+from fonds.records.schemas import SchemaSet, load_schema_files
+from fonds.records.validation import RecordValidator, find_refs
+from fonds.storage import records as store
+from fonds.storage.db import Database
+
+GLOBAL_REPO_ID = 1
+MISSING_WARNING = "Property was missing"
+
+
+@dataclass(frozen=True)
+class Actor:
+    user_id: int
+    username: str
+    is_admin: bool
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int
+    size: int
+
+
+def parse_body(body: bytes) -> dict:
+    if not body.strip():
+        raise BadRequest("Had some trouble parsing your request: the body is empty (expected a JSON object)")
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
+    if not isinstance(doc, dict):
+        raise BadRequest(f"Had some trouble parsing your request: expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def splice(body: bytes, extra: dict | None) -> bytes:
+    """Insert computed fields into stored JSON bytes without parsing them."""
+    if not extra:
+        return body
+    head = orjson.dumps(extra)[:-1]
+    return head + (b"," + body[1:] if len(body) > 2 else b"}")
+
+
+class TreeQueries:
+    """Archival-object lookups mixed into the service (kept apart to keep the CRUD core short)."""
+
+    def tree_children(self, *, repo_id: int, record_id: int, resolve: list[str]) -> bytes:
+        record_type = self.registry["archival_object"]
+        with self.db.read() as conn:
+            table = conn.info["fonds_tables"][record_type.name]
+            if store.fetch(conn, table, record_id, repo_id=repo_id) is None:
+                self._check_repository(conn, record_type, repo_id, writing=False)
+                raise NotFound(record_type.not_found())
+            rows = conn.execute(select(table).where(table.c.parent_id == record_id).order_by(table.c.position)).all()
+            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+        return b"[" + b",".join(bodies) + b"]"
+
+    def find_archival_objects(self, *, repo_id: int, ref_ids: list[str], component_ids: list[str], resolve: list[str]) -> bytes:
+        record_type = self.registry["archival_object"]
+        with self.db.read() as conn:
+            self._check_repository(conn, record_type, repo_id, writing=False)
+            table = conn.info["fonds_tables"][record_type.name]
+            if not ref_ids and not component_ids:
+                return b'{"archival_objects":[]}'
+            where = [table.c.repo_id == repo_id]
+            if ref_ids:
+                where.append(table.c.ref_id.in_(ref_ids))
+            if component_ids:
+                where.append(table.c.component_id.in_(component_ids))
+            ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
+            doc = {"archival_objects": [{"ref": record_type.uri(i, repo_id)} for i in ids]}
+            wanted = refs.parse_resolve(resolve)
+            if wanted:
+                refs.attach_resolved(conn, self.registry, self.render, [doc], wanted)
+        return orjson.dumps(doc)
+
+
+class RecordService(TreeQueries):
+    def __init__(self, db: Database, registry: Registry, settings: Settings):
+        self.db, self.registry, self.settings = db, registry, settings
+        self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
+        self.validator = RecordValidator(self.schemas, registry.uri_type)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
+        doc = parse_body(body)
+        given = doc.get("jsonmodel_type")
+        if given in (None, "") and creating:
+            raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
+        if given not in (None, "") and given != record_type.name:
+            raise Invalid({"jsonmodel_type": [f"Must be '{record_type.name}' for this endpoint (you provided '{given}')"]})
+        lock_version = doc.pop("lock_version", None)
+        schema = self.schemas[record_type.name]
+        clean, warnings = self.validator.prepare(
+            record_type.name,
+            doc,
+            aspace_required=tuple(schema.get("x-aspace-required", ())),
+            one_of_groups=record_type.minimum,
+            strict=self.settings.strict_validation,
+        )
+        errors = record_type.hooks.check(clean)
+        if errors:
+            raise Invalid(errors, warnings)
+        clean["jsonmodel_type"] = record_type.name
+        return clean, warnings, lock_version
+
+    def find_links(self, record_type: RecordType, doc: dict) -> list[refs.Link]:
+        found = []
+        for path, uri in find_refs(self.schemas, self.schemas[record_type.name], doc):
+            target = self.registry.parse_uri(uri)
+            if target is not None:
+                found.append((refs.field_pattern(path), path, target.record_type.name, target.record_id))
+        return found
+
+    def _check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool) -> None:
+        if not record_type.repo_scoped:
+            return
+        table = conn.info["fonds_tables"]["repository"]
+        if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
+            raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
+        if writing and repo_id == GLOBAL_REPO_ID:
+            raise BadRequest("The global repository cannot contain archival records")
+
+    def _check_unique(self, conn, record_type: RecordType, columns: dict, record_id: int) -> None:
+        table = conn.info["fonds_tables"][record_type.name]
+        for key in record_type.unique_keys:
+            other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
+            if other is not None:
+                extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
+                raise Invalid({key.field: [key.message], **extra})
+
+    def _save(self, conn, ctx: WriteContext, doc: dict, warnings: dict, *, links, lock_version: int, audit: dict, expect: int | None, now, op: str) -> None:
+        record_type = ctx.record_type
+        record_type.hooks.derive(ctx, doc)
+        # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
+        for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
+            del warnings[field]
+        self._check_unique(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id)
+        doc.update(uri=ctx.uri, lock_version=lock_version, **audit)
+        if record_type.repo_scoped:
+            doc["repository"] = {"ref": f"/repositories/{ctx.repo_id}"}
+        values = {**ctx.columns, "lock_version": lock_version, "system_mtime": now, "user_mtime": now, "last_modified_by": audit["last_modified_by"]}
+        tables = conn.info["fonds_tables"]
+        if not store.store(conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect):
+            raise Conflict("The record you tried to update has been modified since you fetched it.")
+        store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links)
+        store.record_change(conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now)
+
+    def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor) -> dict:
+        doc, warnings, _ = self._prepare(record_type, body, creating=True)
+        with self.db.write() as conn:
+            return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor)
+
+    def create_in(self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor) -> dict:
+        self._check_repository(conn, record_type, repo_id, writing=True)
+        now = store.utcnow()
+        table = conn.info["fonds_tables"][record_type.name]
+        record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)
+        uri = record_type.uri(record_id, repo_id)
+        links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
+        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri)
+        stamp = store.iso(now)
+        audit = dict(created=stamp, modified=stamp, create_time=stamp, system_mtime=stamp, user_mtime=stamp, created_by=actor.username, last_modified_by=actor.username)
+        self._save(conn, ctx, doc, warnings, links=links, lock_version=0, audit=audit, expect=None, now=now, op="created")
+        return {"status": "Created", "id": record_id, "lock_version": 0, "stale": True if ctx.stale else None, "uri": uri, "warnings": warnings or []}
+
+    def update(self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor) -> dict:
+        doc, warnings, given_lock = self._prepare(record_type, body, creating=False)
+        with self.db.write() as conn:
+            self._check_repository(conn, record_type, repo_id, writing=False)
+            table = conn.info["fonds_tables"][record_type.name]
+            row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
+            if row is None:
+                raise NotFound(record_type.not_found())
+            lock_version = _lock_version(given_lock)
+            if lock_version != row.lock_version:
+                raise Conflict("The record you tried to update has been modified since you fetched it.")
+            links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
+            existing = orjson.loads(row.json)
+            uri = record_type.uri(record_id, repo_id)
+            ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, existing=row, existing_doc=existing)
+            now = store.utcnow()
+            stamp = store.iso(now)
+            audit = {k: existing.get(k) for k in ("created", "create_time", "created_by") if existing.get(k)}
+            audit.update(modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=actor.username)
+            self._save(conn, ctx, doc, warnings, links=links, lock_version=row.lock_version + 1, audit=audit, expect=row.lock_version, now=now, op="updated")
+        return {"status": "Updated", "id": record_id, "lock_version": row.lock_version + 1, "stale": True if ctx.stale else None, "uri": uri, "warnings": warnings or []}
+
+    def delete(self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
+        with self.db.write() as conn:
+            self._check_repository(conn, record_type, repo_id, writing=False)
+            table = conn.info["fonds_tables"][record_type.name]
+            row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
+            if row is None:
+                raise NotFound(record_type.not_found())
+            if not record_type.hooks.can_delete(row):
+                raise Conflict(f"Record deletion failed: {record_type.uri(record_id, repo_id)} is maintained by the system")
+            deletion.delete_record(conn, self.registry, record_type, row, now=store.utcnow(), username=actor.username, find_links=self.find_links)
+        return {"status": "Deleted", "id": record_id}
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def render(self, conn, record_type: RecordType, rows) -> list[bytes]:
+        extras = record_type.hooks.read_extras(conn, rows) if rows else None
+        if extras is None:
+            return [row.json for row in rows]
+        return [splice(row.json, extra) for row, extra in zip(rows, extras)]
+
+    def _with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
+        wanted = refs.parse_resolve(resolve)
+        if not wanted or not bodies:
+            return bodies
+        docs = [orjson.loads(body) for body in bodies]
+        refs.attach_resolved(conn, self.registry, self.render, docs, wanted)
+        return [orjson.dumps(doc) for doc in docs]
+
+    def read(self, record_type: RecordType, record_id: int, *, repo_id: int | None, resolve: list[str]) -> bytes:
+        with self.db.read() as conn:
+            table = conn.info["fonds_tables"][record_type.name]
+            row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None)
+            if row is None:
+                self._check_repository(conn, record_type, repo_id, writing=False)
+                raise NotFound(record_type.not_found())
+            return self._with_resolved(conn, self.render(conn, record_type, [row]), resolve)[0]
+
+    def _scope(self, conn, record_type: RecordType, repo_id: int | None):
+        table = conn.info["fonds_tables"][record_type.name]
+        where = []
+        if record_type.repo_scoped:
+            where.append(table.c.repo_id == repo_id)
+        hidden = record_type.hooks.list_filter(table)
+        if hidden is not None:
+            where.append(hidden)
+        return table, where
+
+    def list_page(self, record_type: RecordType, *, repo_id: int | None, page: Page, resolve: list[str]) -> bytes:
+        with self.db.read() as conn:
+            self._check_repository(conn, record_type, repo_id, writing=False)
+            table, where = self._scope(conn, record_type, repo_id)
+            total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+            rows = conn.execute(select(table).where(*where).order_by(table.c.id).limit(page.size).offset((page.number - 1) * page.size)).all()
+            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+        last_page = max(1, -(-total // page.size))
+        head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
+        return head + b',"results":[' + b",".join(bodies) + b"]}"
+
+    def list_all(self, record_type: RecordType, *, repo_id: int | None, resolve: list[str], ids: list[int] | None = None) -> bytes:
+        """Every record (or those in `ids`) as a plain JSON array."""
+        with self.db.read() as conn:
+            self._check_repository(conn, record_type, repo_id, writing=False)
+            table, where = self._scope(conn, record_type, repo_id)
+            if ids is not None:
+                where.append(table.c.id.in_(ids))
+            rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
+            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+        return b"[" + b",".join(bodies) + b"]"
+
+    def list_ids(self, record_type: RecordType, *, repo_id: int | None) -> bytes:
+        with self.db.read() as conn:
+            self._check_repository(conn, record_type, repo_id, writing=False)
+            table, where = self._scope(conn, record_type, repo_id)
+            ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
+        return orjson.dumps(ids)
+
+
+def _lock_version(given) -> int:
+    if given is None or given == "":
+        raise Conflict("You must provide a lock_version in your request")
+    if isinstance(given, bool):
+        raise Invalid({"lock_version": ["Must be an integer"]})
+    try:
+        return int(given)
+    except (TypeError, ValueError):
+        raise Invalid({"lock_version": [f"Must be an integer (you provided '{given}')"]}) from None

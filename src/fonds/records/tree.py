@@ -1,0 +1,117 @@
+"""Archival-object tree positions: `resource` is the root, `parent` the node above; `position`
+is the 0-based index among siblings, kept contiguous in a column. `position` and `ancestors`
+are computed at read time and spliced into the stored JSON, so moving or re-levelling a node
+never rewrites its descendants."""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, func, select, update
+
+from fonds.errors import Conflict, Invalid
+
+NODE = "archival_object"
+
+
+def _group(table, resource_id, parent_id):
+    return and_(
+        table.c.resource_id.is_(None) if resource_id is None else table.c.resource_id == resource_id,
+        table.c.parent_id.is_(None) if parent_id is None else table.c.parent_id == parent_id,
+    )
+
+
+def _shift(conn, table, group, *, exclude: int, start: int, stop: int | None, delta: int) -> None:
+    where = [group, table.c.id != exclude, table.c.position >= start]
+    if stop is not None:
+        where.append(table.c.position <= stop)
+    conn.execute(update(table).where(*where).values(position=table.c.position + delta))
+
+
+def _count(conn, table, group, exclude: int) -> int:
+    return conn.execute(select(func.count()).select_from(table).where(group, table.c.id != exclude)).scalar_one()
+
+
+def _ref_id(ctx, ref: dict | None) -> int | None:
+    if not ref:
+        return None
+    return ctx.registry.parse_uri(ref["ref"]).record_id
+
+
+def _check_not_own_descendant(conn, table, node_id: int, parent_id: int) -> None:
+    current = parent_id
+    while current is not None:
+        if current == node_id:
+            raise Conflict("Can't make a parent into its own child")
+        current = conn.execute(select(table.c.parent_id).where(table.c.id == current)).scalar_one_or_none()
+
+
+def place(ctx, doc: dict) -> None:
+    """Set the tree columns of the record being written, shifting siblings to keep positions contiguous."""
+    conn, table = ctx.conn, ctx.tables[NODE]
+    resource_id, parent_id = _ref_id(ctx, doc.get("resource")), _ref_id(ctx, doc.get("parent"))
+    if parent_id is not None:
+        if ctx.existing is not None:
+            _check_not_own_descendant(conn, table, ctx.record_id, parent_id)
+        parent_resource = conn.execute(select(table.c.resource_id).where(table.c.id == parent_id)).scalar_one()
+        if resource_id is None and parent_resource is not None:
+            resource_id = parent_resource
+            doc["resource"] = {"ref": ctx.registry["resource"].uri(resource_id, ctx.repo_id)}
+            ctx.stale = True
+        elif parent_resource != resource_id:
+            raise Invalid({"parent": ["Parent must belong to the same resource as the record"]})
+    requested = doc.pop("position", None)
+    group = _group(table, resource_id, parent_id)
+    old = ctx.existing
+    if old is not None and (old.resource_id, old.parent_id) == (resource_id, parent_id):
+        last = _count(conn, table, group, ctx.record_id)
+        position = old.position if requested is None else max(0, min(int(requested), last))
+        if position > old.position:
+            _shift(conn, table, group, exclude=ctx.record_id, start=old.position + 1, stop=position, delta=-1)
+        elif position < old.position:
+            _shift(conn, table, group, exclude=ctx.record_id, start=position, stop=old.position - 1, delta=1)
+    else:
+        if old is not None:
+            _shift(conn, table, _group(table, old.resource_id, old.parent_id), exclude=ctx.record_id, start=old.position + 1, stop=None, delta=-1)
+        last = _count(conn, table, group, ctx.record_id)
+        position = last if requested is None else max(0, min(int(requested), last))
+        _shift(conn, table, group, exclude=ctx.record_id, start=position, stop=None, delta=1)
+    ctx.columns.update(resource_id=resource_id, parent_id=parent_id, position=position)
+
+
+def close_gaps(conn, rows, deleted: set[tuple[str, int]]) -> None:
+    """Close the sibling gaps left by deleted nodes whose parent stays."""
+    table = conn.info["fonds_tables"][NODE]
+    for row in sorted(rows, key=lambda r: -(r.position or 0)):
+        parent = (NODE, row.parent_id) if row.parent_id is not None else ("resource", row.resource_id)
+        if parent in deleted or row.position is None:
+            continue
+        _shift(conn, table, _group(table, row.resource_id, row.parent_id), exclude=row.id, start=row.position + 1, stop=None, delta=-1)
+
+
+def read_extras(conn, rows) -> list[dict]:
+    tables = conn.info["fonds_tables"]
+    table, resources = tables[NODE], tables["resource"]
+    known = {row.id: row for row in rows}
+    wanted = {row.parent_id for row in rows if row.parent_id is not None} - known.keys()
+    while wanted:
+        found = conn.execute(
+            select(table.c.id, table.c.parent_id, table.c.level, table.c.resource_id, table.c.repo_id).where(table.c.id.in_(wanted))
+        ).all()
+        known.update((row.id, row) for row in found)
+        wanted = {row.parent_id for row in found if row.parent_id is not None} - known.keys()
+    resource_ids = {row.resource_id for row in rows if row.resource_id is not None}
+    levels = dict(conn.execute(select(resources.c.id, resources.c.level).where(resources.c.id.in_(resource_ids))).all()) if resource_ids else {}
+    extras = []
+    for row in rows:
+        ancestors = []
+        current = known.get(row.parent_id)
+        while current is not None:
+            ancestors.append(_ancestor(f"/repositories/{current.repo_id}/archival_objects/{current.id}", current.level))
+            current = known.get(current.parent_id)
+        if row.resource_id is not None:
+            ancestors.append(_ancestor(f"/repositories/{row.repo_id}/resources/{row.resource_id}", levels.get(row.resource_id)))
+        extras.append({"position": row.position, "ancestors": ancestors})
+    return extras
+
+
+def _ancestor(uri: str, level: str | None) -> dict:
+    return {"ref": uri, "level": level} if level else {"ref": uri}

@@ -1,0 +1,230 @@
+"""Turning a client's JSON into a clean record: normalise (ArchivesSpace's input rules), then
+validate against the type's JSON Schema, reporting errors keyed by slash paths such as
+`dates/0/begin` with ArchivesSpace's wording."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
+
+from fonds.errors import FieldErrors, Invalid
+from fonds.records.schemas import ENVELOPE_PROPERTIES, SchemaSet, load_enumerations
+
+MISSING = "Property is required but was missing"
+_DROP = object()
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object", type(None): "null"}
+
+
+def _path(base: str, key) -> str:
+    return f"{base}/{key}" if base else str(key)
+
+
+def _is_empty(value) -> bool:
+    return value is None or value == "" or value == {}
+
+
+@dataclass
+class Normaliser:
+    """Drops empty values, read-only and unknown properties (unknown ones are reported as
+    warnings), and fills in `jsonmodel_type` of nested single-type objects."""
+
+    schemas: SchemaSet
+
+    def record(self, schema: dict, doc: dict) -> tuple[dict, FieldErrors]:
+        warnings: FieldErrors = {}
+        cleaned = self._object(schema, doc, "", warnings, top=True)
+        return ({} if cleaned is _DROP else cleaned), warnings
+
+    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, top: bool = False):
+        props = schema.get("properties", {})
+        out = {}
+        for key, raw in doc.items():
+            if _is_empty(raw):
+                continue
+            definition = props.get(key)
+            if definition is None:
+                warnings[_path(path, key)] = ["Unknown property, ignored"]
+                continue
+            if definition.get("readOnly") and not (top and key == "lock_version"):
+                continue
+            value = self._value(definition, raw, _path(path, key), warnings)
+            if value is not _DROP:
+                out[key] = value
+        if not out:
+            return _DROP
+        const = props.get("jsonmodel_type", {}).get("const")
+        if const and "jsonmodel_type" not in out:
+            out["jsonmodel_type"] = const
+        return out
+
+    def _value(self, definition: dict, raw, path: str, warnings: FieldErrors):
+        if "oneOf" in definition:
+            branch = self.schemas.branch_for(definition["oneOf"], raw.get("jsonmodel_type")) if isinstance(raw, dict) else None
+            return self._object(branch, raw, path, warnings) if branch else raw
+        definition = self.schemas.deref(definition)
+        if isinstance(raw, dict) and "properties" in definition:
+            return self._object(definition, raw, path, warnings)
+        if isinstance(raw, list) and "items" in definition:
+            items = []
+            for index, item in enumerate(raw):
+                if _is_empty(item):
+                    continue
+                value = self._value(definition["items"], item, _path(path, len(items)), warnings)
+                if value is not _DROP:
+                    items.append(value)
+            return items
+        return raw
+
+
+def _check_iso_date(value) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not _ISO_DATE.match(value):
+        return False
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _message(error: ValidationError) -> str:
+    kind, expected, instance = error.validator, error.validator_value, error.instance
+    if kind == "maxLength":
+        return f"Must be {expected} characters or fewer"
+    if kind == "minLength":
+        return f"Must be at least {expected} characters"
+    if kind == "minItems":
+        return f"At least {expected} item(s) is required"
+    if kind == "type":
+        wanted = expected if isinstance(expected, str) else " or ".join(expected)
+        return f"Must be a {wanted} (you provided a {_JSON_TYPE_NAMES.get(type(instance), 'value')})"
+    if kind == "enum":
+        return f"Invalid value '{instance}'.  Must be one of: {', '.join(map(str, expected))}"
+    if kind == "const":
+        return f"Must be '{expected}' (you provided '{instance}')"
+    if kind == "pattern":
+        return f"Value '{instance}' did not match regular expression: {expected}"
+    if kind == "format":
+        return "Not a valid date (expected YYYY-MM-DD)"
+    return error.message
+
+
+class RecordValidator:
+    """Validates normalised records of every type against their schemas."""
+
+    def __init__(self, schemas: SchemaSet, uri_type: Callable[[str], str | None]):
+        self.schemas = schemas
+        self.normaliser = Normaliser(schemas)
+        enumerations = load_enumerations()
+
+        def x_enum(validator, enum_name, instance, schema):
+            values = enumerations[enum_name]["values"]
+            if isinstance(instance, str) and instance not in values:
+                yield ValidationError(f"Invalid value '{instance}'.  Must be one of: {', '.join(values)}", validator="x-enum-message")
+
+        def x_ref(validator, allowed, instance, schema):
+            uri = instance.get("ref") if isinstance(instance, dict) else instance
+            if not isinstance(uri, str):
+                return
+            if uri_type(uri) not in allowed:
+                kinds = " or ".join(allowed)
+                error = ValidationError(
+                    f"Must be a URI of a {kinds} record (malformed or invalid uri? check if referenced object exists.)",
+                    validator="x-ref-message",
+                )
+                if isinstance(instance, dict):
+                    error.path.append("ref")
+                yield error
+
+        checker = FormatChecker(formats=())
+        checker.checks("date")(_check_iso_date)
+        cls = validators.extend(Draft202012Validator, {"x-enum": x_enum, "x-ref": x_ref})
+        self._validators = {
+            name: cls(schema, registry=schemas.registry, format_checker=checker) for name, schema in schemas.schemas.items()
+        }
+
+    def errors(self, name: str, doc: dict) -> FieldErrors:
+        found: FieldErrors = {}
+        for error in self._validators[name].iter_errors(doc):
+            self._collect(error, "", found)
+        return found
+
+    def _collect(self, error: ValidationError, base: str, found: FieldErrors) -> None:
+        path = base
+        for part in error.path:
+            path = _path(path, part)
+        if error.validator == "required":
+            missing = re.match(r"^'(.+)' is a required property$", error.message)
+            found.setdefault(_path(path, missing.group(1) if missing else "?"), []).append(MISSING)
+            return
+        if error.validator == "oneOf":
+            self._collect_one_of(error, path, found)
+            return
+        message = error.message if error.validator in ("x-enum-message", "x-ref-message") else _message(error)
+        found.setdefault(path, []).append(message)
+
+    def _collect_one_of(self, error: ValidationError, path: str, found: FieldErrors) -> None:
+        options = error.validator_value
+        kind = error.instance.get("jsonmodel_type") if isinstance(error.instance, dict) else None
+        names = self.schemas.branch_names(options)
+        if kind not in names:
+            found.setdefault(_path(path, "jsonmodel_type"), []).append(
+                f"Can't unambiguously match this item: jsonmodel_type must be one of: {', '.join(names)}"
+            )
+            return
+        index = names.index(kind)
+        for sub in error.context or ():
+            if sub.schema_path and sub.schema_path[0] == index:
+                self._collect(sub, path, found)
+
+    def prepare(self, name: str, doc: dict, *, aspace_required: tuple[str, ...], one_of_groups, strict: bool) -> tuple[dict, FieldErrors]:
+        """Normalise and validate a client's record; raise `Invalid` or return (record, warnings)."""
+        cleaned, warnings = self.normaliser.record(self.schemas[name], doc)
+        errors = self.errors(name, cleaned)
+        soft: FieldErrors = {}
+        for field in aspace_required:
+            if _is_empty(cleaned.get(field)) or cleaned.get(field) == []:
+                soft.setdefault(field, []).append("Property was missing")
+        for group in one_of_groups:
+            if all(_is_empty(cleaned.get(f)) or cleaned.get(f) == [] for f in group.fields):
+                for field, message in group.messages():
+                    errors.setdefault(field, []).append(message)
+        if strict:
+            for field, messages in soft.items():
+                errors.setdefault(field, []).extend(m.replace("Property was missing", MISSING) for m in messages)
+        else:
+            for field, messages in soft.items():
+                warnings.setdefault(field, []).extend(messages)
+        if errors:
+            raise Invalid(errors, warnings)
+        return cleaned, warnings
+
+
+ENVELOPE_FIELDS = frozenset(ENVELOPE_PROPERTIES)
+
+
+def find_refs(schemas: SchemaSet, schema: dict, doc, path: str = "") -> list[tuple[str, str]]:
+    """Every (path, uri) of an `x-ref` in a normalised record; the path of a ref object is its own."""
+    found: list[tuple[str, str]] = []
+    if "oneOf" in schema:
+        schema = (schemas.branch_for(schema["oneOf"], doc.get("jsonmodel_type")) if isinstance(doc, dict) else None) or {}
+    schema = schemas.deref(schema)
+    if "x-ref" in schema and not schema.get("readOnly"):
+        uri = doc.get("ref") if isinstance(doc, dict) else doc
+        if isinstance(uri, str):
+            found.append((path, uri))
+        return found
+    if isinstance(doc, dict):
+        for key, definition in schema.get("properties", {}).items():
+            if key in doc and key not in ENVELOPE_PROPERTIES and not definition.get("readOnly"):
+                found += find_refs(schemas, definition, doc[key], _path(path, key))
+    elif isinstance(doc, list) and "items" in schema:
+        for index, item in enumerate(doc):
+            found += find_refs(schemas, schema["items"], item, _path(path, index))
+    return found

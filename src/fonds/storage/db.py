@@ -1,0 +1,80 @@
+"""The database handle: engine set-up per backend and the read/write transaction scopes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection, MetaData, create_engine, event
+from sqlalchemy.engine import Engine, make_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalise_url(url: str) -> str:
+    """Accept plain `postgresql://` URLs and use psycopg 3 for them."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):
+        # Let us issue BEGIN ourselves (pysqlite's implicit transactions defeat BEGIN IMMEDIATE).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection):
+        # A write takes the lock up front: a deferred transaction upgrading later fails at once
+        # with "database is locked" when another process wrote in between.
+        immediate = conn.get_execution_options().get("fonds_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Database:
+    def __init__(self, url: str, metadata: MetaData):
+        self.url = normalise_url(url)
+        self.metadata = metadata
+        self.kind = make_url(self.url).get_backend_name()
+        if self.kind == "sqlite":
+            self.engine = create_engine(self.url, pool_size=8, max_overflow=16)
+            _configure_sqlite(self.engine)
+        else:
+            self.engine = create_engine(self.url, pool_size=8, max_overflow=16, pool_pre_ping=True)
+        # SQLite has one writer: queue writers of this process here instead of on the file lock.
+        self._write_lock = threading.Lock() if self.kind == "sqlite" else None
+        self.tables = metadata.tables
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        if self._write_lock is None:
+            with self.engine.connect() as conn, conn.begin():
+                conn.info["fonds_tables"] = self.tables
+                yield conn
+            return
+        with self._write_lock, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
+            conn.info["fonds_tables"] = self.tables
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            conn.info["fonds_tables"] = self.tables
+            yield conn
+
+    @property
+    def version(self) -> str:
+        with self.engine.connect() as conn:
+            return str(conn.dialect.server_version_info and ".".join(map(str, conn.dialect.server_version_info)))
+
+    def dispose(self) -> None:
+        self.engine.dispose()

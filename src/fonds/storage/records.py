@@ -1,0 +1,96 @@
+"""Row-level operations shared by every record table: insert, rewrite, fetch, delete, the link
+table and the change log. Callers pass the open connection of their transaction."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+
+from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None)
+
+
+def iso(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def allocate(conn: Connection, table: Table, *, repo_id: int | None, now: datetime.datetime, username: str) -> int:
+    """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it)."""
+    return conn.execute(
+        insert(table)
+        .values(repo_id=repo_id, lock_version=0, json=b"{}", create_time=now, system_mtime=now, user_mtime=now, created_by=username, last_modified_by=username)
+        .returning(table.c.id)
+    ).scalar_one()
+
+
+def store(conn: Connection, table: Table, record_id: int, *, json: bytes, values: dict, expect_lock_version: int | None = None) -> bool:
+    """Write a record's JSON and columns; with `expect_lock_version` only if still unchanged."""
+    statement = update(table).where(table.c.id == record_id)
+    if expect_lock_version is not None:
+        statement = statement.where(table.c.lock_version == expect_lock_version)
+    return conn.execute(statement.values(json=json, **values)).rowcount == 1
+
+
+def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None = None, for_update: bool = False) -> Row | None:
+    statement = select(table).where(table.c.id == record_id)
+    if repo_id is not None:
+        statement = statement.where(table.c.repo_id == repo_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return conn.execute(statement).one_or_none()
+
+
+def fetch_many(conn: Connection, table: Table, ids: Iterable[int]) -> list[Row]:
+    ids = list(ids)
+    if not ids:
+        return []
+    return list(conn.execute(select(table).where(table.c.id.in_(ids)).order_by(table.c.id)))
+
+
+def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: int) -> int | None:
+    """The id of another row holding the same values, if any (NULLs never collide, as in SQL)."""
+    if any(value is None for value in values.values()):
+        return None
+    where = [table.c[name] == value for name, value in values.items()]
+    return conn.execute(select(table.c.id).where(*where, table.c.id != exclude_id).limit(1)).scalar_one_or_none()
+
+
+def record_change(conn: Connection, tables, *, record_type: str, record_id: int, repo_id: int | None, uri: str, op: str, now) -> None:
+    conn.execute(insert(tables["change_log"]).values(record_type=record_type, record_id=record_id, repo_id=repo_id, uri=uri, op=op, at=now))
+
+
+def replace_links(conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]]) -> None:
+    """Record the refs a record holds: (field pattern, concrete path, target type, target id)."""
+    table = tables["record_link"]
+    conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
+    if links:
+        conn.execute(
+            insert(table),
+            [
+                {"source_type": source_type, "source_id": source_id, "field": f, "path": p, "target_type": t, "target_id": i}
+                for f, p, t, i in links
+            ],
+        )
+
+
+def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:
+    """Every link pointing at one of `targets` ((type, id) pairs)."""
+    table = tables["record_link"]
+    targets = list(targets)
+    found: list[Row] = []
+    for start in range(0, len(targets), 500):
+        chunk = targets[start : start + 500]
+        found += conn.execute(select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(chunk))).all()
+    return found
+
+
+def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
+    table, links = tables[record_type], tables["record_link"]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        conn.execute(delete(table).where(table.c.id.in_(chunk)))
+        conn.execute(delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)))
+        conn.execute(delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)))

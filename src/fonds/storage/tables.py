@@ -1,0 +1,107 @@
+"""Table definitions. Record tables are built from plain `TableSpec`s that the record registry
+supplies, so storage never imports the record layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+)
+from sqlalchemy.types import TypeEngine
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A column kept beside a record's JSON so it can be queried, ordered or kept unique."""
+
+    name: str
+    type: TypeEngine
+    index: bool = False
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    repo_scoped: bool
+    columns: tuple[ColumnSpec, ...] = ()
+    unique: tuple[tuple[str, ...], ...] = ()
+    indexes: tuple[tuple[str, ...], ...] = ()
+
+
+def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
+    columns = [
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("repo_id", Integer, nullable=True, index=spec.repo_scoped),
+        Column("lock_version", Integer, nullable=False, default=0),
+        # The canonical record JSON, served as stored.
+        Column("json", LargeBinary, nullable=False),
+        Column("create_time", DateTime, nullable=False),
+        Column("system_mtime", DateTime, nullable=False, index=True),
+        Column("user_mtime", DateTime, nullable=False),
+        Column("created_by", String(255), nullable=True),
+        Column("last_modified_by", String(255), nullable=True),
+    ]
+    columns += [Column(c.name, c.type, nullable=True, index=c.index) for c in spec.columns]
+    constraints = [UniqueConstraint(*cols) for cols in spec.unique]
+    indexes = [Index(f"ix_{spec.name}_{'_'.join(cols)}", *cols) for cols in spec.indexes]
+    # sqlite_autoincrement: ids of deleted records are never handed out again.
+    return Table(spec.name, metadata, *columns, *constraints, *indexes, sqlite_autoincrement=True)
+
+
+def build_metadata(specs: list[TableSpec]) -> MetaData:
+    metadata = MetaData(naming_convention=NAMING)
+    for spec in specs:
+        _record_table(metadata, spec)
+    Table(
+        "change_log",
+        metadata,
+        Column("seq", Integer, primary_key=True, autoincrement=True),
+        Column("record_type", String(64), nullable=False),
+        Column("record_id", Integer, nullable=False),
+        Column("repo_id", Integer, nullable=True),
+        Column("uri", String(255), nullable=False),
+        Column("op", String(16), nullable=False),
+        Column("at", DateTime, nullable=False),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "record_link",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("source_type", String(64), nullable=False),
+        Column("source_id", Integer, nullable=False),
+        # `field` is the path with array indexes replaced by `*` (e.g. `subjects/*`), `path` the concrete one.
+        Column("field", String(255), nullable=False),
+        Column("path", String(255), nullable=False),
+        Column("target_type", String(64), nullable=False),
+        Column("target_id", Integer, nullable=False),
+        Index("ix_record_link_source", "source_type", "source_id"),
+        Index("ix_record_link_target", "target_type", "target_id", "field"),
+    )
+    Table(
+        "session",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("token_hash", String(64), nullable=False, unique=True),
+        Column("user_id", Integer, nullable=False, index=True),
+        Column("expiring", Boolean, nullable=False),
+        Column("created_at", DateTime, nullable=False),
+        Column("last_used_at", DateTime, nullable=False),
+    )
+    return metadata
