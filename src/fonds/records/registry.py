@@ -166,6 +166,8 @@ def _text_column(name: str, length: int = 255, index: bool = False) -> ColumnSpe
 
 
 IDENTIFIER_TAKEN = "That ID is already in use"
+# Deleting a top container deletes the instances that point at it (ArchivesSpace).
+INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
 ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
 
 REGISTRY = Registry(
@@ -191,6 +193,7 @@ REGISTRY = Registry(
             minimum=(RequiredOneOf(("title",)),),
             columns=(_text_column("identifier", 1024),),
             unique_keys=(UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),),
+            ref_rules=INSTANCE_RULES,
             hooks=hooks.AccessionHooks(),
         ),
         RecordType(
@@ -205,6 +208,7 @@ REGISTRY = Registry(
                 UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),
                 UniqueKey(("repo_id", "ead_id"), "ead_id", "Must be unique"),
             ),
+            ref_rules=INSTANCE_RULES,
             hooks=hooks.ResourceHooks(),
         ),
         RecordType(
@@ -229,7 +233,7 @@ REGISTRY = Registry(
             ),
             unique_keys=(UniqueKey(("resource_id", "ref_id"), "ref_id", "An Archival Object Ref ID must be unique to its resource"),),
             indexes=(("resource_id", "parent_id", "position"),),
-            ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade")),
+            ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
             hooks=hooks.ArchivalObjectHooks(),
         ),
         RecordType(
