@@ -1,0 +1,3 @@
+from fonds.cli import main
+
+main()
