@@ -14,36 +14,40 @@ from fonds.records.service import Actor
 VIEW = "view_repository"
 
 
-def children(repo_id: int, id: int, app: Services, resolve: ResolveParam = [], actor: Actor = require(VIEW)):
+def children(actor: Actor = require(VIEW), *, repo_id: int, id: int, app: Services, resolve: ResolveParam = []):
     return json_response(app.records.tree_children(repo_id=repo_id, record_id=id, resolve=resolve))
 
 
 def find_by_id(
+    actor: Actor = require(VIEW),
+    *,
     repo_id: int,
     app: Services,
     ref_id: Annotated[list[str], Query(alias="ref_id[]")] = [],
     component_id: Annotated[list[str], Query(alias="component_id[]")] = [],
     resolve: ResolveParam = [],
-    actor: Actor = require(VIEW),
 ):
     return json_response(app.records.find_archival_objects(repo_id=repo_id, ref_ids=ref_id, component_ids=component_id, resolve=resolve))
 
 
-router = APIRouter(tags=["archival_object"])
-add_route(
-    router,
-    "/repositories/{repo_id}/archival_objects/{id}/children",
-    children,
-    methods=["GET"],
-    permission=VIEW,
-    summary="Direct children of an archival object, in tree order",
-    openapi_extra={"responses": record_response("archival_object", many=True)},
-)
-add_route(
-    router,
-    "/repositories/{repo_id}/find_by_id/archival_objects",
-    find_by_id,
-    methods=["GET"],
-    permission=VIEW,
-    summary="Find archival objects by ref_id and/or component_id",
-)
+def register(router: APIRouter) -> None:
+    tags = ["archival_object"]
+    add_route(
+        router,
+        "/repositories/{repo_id}/archival_objects/{id}/children",
+        children,
+        methods=["GET"],
+        permission=VIEW,
+        summary="Direct children of an archival object, in tree order",
+        tags=tags,
+        openapi_extra={"responses": record_response("archival_object", many=True)},
+    )
+    add_route(
+        router,
+        "/repositories/{repo_id}/find_by_id/archival_objects",
+        find_by_id,
+        methods=["GET"],
+        permission=VIEW,
+        summary="Find archival objects by ref_id and/or component_id",
+        tags=tags,
+    )

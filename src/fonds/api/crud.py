@@ -1,4 +1,4 @@
-"""`make_routes(record_type)`: list, create, read, update and delete routes for one registered type."""
+"""`register_record_routes(router, record_type)`: list, create, read, update and delete routes for one registered type."""
 
 from __future__ import annotations
 
@@ -18,15 +18,14 @@ WRITE_RESULT = {
 }
 
 
-def make_routes(record_type: RecordType) -> APIRouter:
-    router = APIRouter(tags=[record_type.name])
+def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     perms = record_type.permissions
     base = record_type.collection_path
     item = f"{base}/{{id}}"
     scoped = record_type.repo_scoped
     name = record_type.name
 
-    def list_records(app: Services, params: ListingParams, actor: Actor = require(perms.read), repo_id: int | None = None):
+    def list_records(actor: Actor = require(perms.read), *, app: Services, params: ListingParams, repo_id: int | None = None):
         records = app.records
         if record_type.list_is_plain_array:
             return json_response(records.list_all(record_type, repo_id=repo_id, resolve=params.resolve))
@@ -36,19 +35,19 @@ def make_routes(record_type: RecordType) -> APIRouter:
             return json_response(records.list_all(record_type, repo_id=repo_id, resolve=params.resolve, ids=params.id_set))
         return json_response(records.list_ids(record_type, repo_id=repo_id))
 
-    def list_plain(app: Services, resolve: ResolveParam = [], actor: Actor = require(perms.read), repo_id: int | None = None):
+    def list_plain(actor: Actor = require(perms.read), *, app: Services, resolve: ResolveParam = [], repo_id: int | None = None):
         return json_response(app.records.list_all(record_type, repo_id=repo_id, resolve=resolve))
 
-    def create_record(app: Services, body: RawBody, actor: Actor = require(perms.create), repo_id: int | None = None):
+    def create_record(actor: Actor = require(perms.create), *, app: Services, body: RawBody, repo_id: int | None = None):
         return json_response(app.records.create(record_type, body, repo_id=repo_id, actor=actor))
 
-    def read_record(id: int, app: Services, resolve: ResolveParam = [], actor: Actor = require(perms.read), repo_id: int | None = None):
+    def read_record(actor: Actor = require(perms.read), *, id: int, app: Services, resolve: ResolveParam = [], repo_id: int | None = None):
         return json_response(app.records.read(record_type, id, repo_id=repo_id, resolve=resolve))
 
-    def update_record(id: int, app: Services, body: RawBody, actor: Actor = require(perms.update), repo_id: int | None = None):
+    def update_record(actor: Actor = require(perms.update), *, id: int, app: Services, body: RawBody, repo_id: int | None = None):
         return json_response(app.records.update(record_type, id, body, repo_id=repo_id, actor=actor))
 
-    def delete_record(id: int, app: Services, actor: Actor = require(perms.delete), repo_id: int | None = None):
+    def delete_record(actor: Actor = require(perms.delete), *, id: int, app: Services, repo_id: int | None = None):
         return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
 
     lister = list_plain if record_type.list_is_plain_array else list_records
@@ -70,5 +69,5 @@ def make_routes(record_type: RecordType) -> APIRouter:
             summary=summary,
             name=f"{action}_{name}",
             openapi_extra=extra,
+            tags=[name],
         )
-    return router

@@ -49,6 +49,7 @@ def logout(request: Request, app: Services):
     return json_response({"status": "session_logged_out" if ended else "no_active_session"})
 
 
-router = APIRouter(tags=["sessions"])
-add_route(router, "/users/{username}/login", login, methods=["POST"], permission=PUBLIC, summary="Log in; returns a session token")
-add_route(router, "/logout", logout, methods=["POST"], permission=PUBLIC, summary="End the current session")
+def register(router: APIRouter) -> None:
+    tags = ["sessions"]
+    add_route(router, "/users/{username}/login", login, methods=["POST"], permission=PUBLIC, summary="Log in; returns a session token", tags=tags)
+    add_route(router, "/logout", logout, methods=["POST"], permission=PUBLIC, summary="End the current session", tags=tags)

@@ -68,10 +68,11 @@ def docs_page():
     return HTMLResponse((resources.files("fonds.api") / "docs.html").read_text())
 
 
-router = APIRouter(tags=["system"])
-add_route(router, "/", info, methods=["GET"], permission=PUBLIC, summary="Service information")
-add_route(router, "/version", version, methods=["GET"], permission=PUBLIC, summary="Version string")
-add_route(router, "/schemas", schemas, methods=["GET"], permission=PUBLIC, summary="Every record schema")
-add_route(router, "/schemas/{name}", schema, methods=["GET"], permission=PUBLIC, summary="One record schema")
-add_route(router, "/config/enumerations", enumerations, methods=["GET"], permission=PUBLIC, summary="Controlled value lists")
-add_route(router, "/docs", docs_page, methods=["GET"], permission=PUBLIC, summary="API documentation page", include_in_schema=False)
+def register(router: APIRouter) -> None:
+    tags = ["system"]
+    add_route(router, "/", info, methods=["GET"], permission=PUBLIC, summary="Service information", tags=tags)
+    add_route(router, "/version", version, methods=["GET"], permission=PUBLIC, summary="Version string", tags=tags)
+    add_route(router, "/schemas", schemas, methods=["GET"], permission=PUBLIC, summary="Every record schema", tags=tags)
+    add_route(router, "/schemas/{name}", schema, methods=["GET"], permission=PUBLIC, summary="One record schema", tags=tags)
+    add_route(router, "/config/enumerations", enumerations, methods=["GET"], permission=PUBLIC, summary="Controlled value lists", tags=tags)
+    add_route(router, "/docs", docs_page, methods=["GET"], permission=PUBLIC, summary="API documentation page", include_in_schema=False, tags=tags)
