@@ -1,3 +1,6 @@
+"""`python -m fonds`: the same as the `fonds` command."""
+
 from fonds.cli import main
 
-main()
+if __name__ == "__main__":
+    main()

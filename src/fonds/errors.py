@@ -7,8 +7,10 @@ import logging
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Route
 
 log = logging.getLogger("fonds.errors")
 
@@ -108,6 +110,13 @@ def _describe_validation_error(err: dict) -> tuple[str, str]:
     return name, f"Wanted type {wanted} but got '{got}'"
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette's own Allow names only the first route's)."""
+    path = request.url.path
+    methods = {m for route in request.app.router.routes if isinstance(route, Route) and route.path_regex.match(path) for m in route.methods or ()}
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(FondsError)
     async def _fonds_error(request: Request, exc: FondsError) -> Response:
@@ -126,8 +135,17 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             return json_error(404, {"error": f"No route matches {request.method} {request.url.path}"})
         if exc.status_code == 405:
-            return json_error(405, {"error": f"Method {request.method} is not allowed on {request.url.path}"}, dict(exc.headers or {}))
+            headers = {**(exc.headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+            return json_error(405, {"error": f"Method {request.method} is not allowed on {request.url.path}"}, headers)
         return json_error(exc.status_code, {"error": str(exc.detail)}, dict(exc.headers or {}))
+
+    @app.exception_handler(DataError)
+    @app.exception_handler(OverflowError)
+    async def _unstorable(request: Request, exc: Exception) -> Response:
+        # A client's value the database cannot hold or compare: an integer past its range (any
+        # backend), a NUL character or over-long text (PostgreSQL). Bad input, not a server fault.
+        log.info("value refused by the database on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        return json_error(400, {"error": "A value in the request is out of range or cannot be stored"})
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:

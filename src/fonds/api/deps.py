@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import SessionUser, resolve_session
 from fonds.config import Settings
-from fonds.errors import Denied, TooLarge
+from fonds.errors import BadRequest, Denied, TooLarge
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
 from fonds.storage.db import Database
@@ -58,7 +58,12 @@ def require(permission: str):
         if user is None:
             raise Denied()
         repo_id = request.path_params.get("repo_id")
-        if not has_permission(user, permission, int(repo_id) if repo_id is not None else None):
+        try:
+            repo = int(repo_id) if repo_id is not None else None
+        except ValueError:
+            # Path parameters are validated after dependencies like this one: answer as they would.
+            raise BadRequest({"repo_id": [f"Wanted type Integer but got '{repo_id}'"]}) from None
+        if not has_permission(user, permission, repo):
             raise Denied()
         return Actor(user.user_id, user.username, user.is_admin)
 

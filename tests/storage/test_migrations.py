@@ -1,0 +1,166 @@
+"""The migrated schema, the change log written in each write's transaction, and `fonds db upgrade`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import func, inspect, select
+from typer.testing import CliRunner
+
+from fonds.cli import cli
+from fonds.records.registry import database_metadata
+from fonds.storage import migrate
+from fonds.storage.db import Database
+from tests.records.helpers import ao_body, count_rows, instance, make_ao, make_resource, make_subject, make_top_container, read
+
+PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
+
+
+def changes_since(app, seq: int) -> list[tuple[str, int, str]]:
+    """(record_type, record_id, op) of the change-log rows after `seq`, in order."""
+    db = app.state.fonds.db
+    log = db.tables["change_log"]
+    with db.engine.connect() as conn:
+        rows = conn.execute(select(log.c.record_type, log.c.record_id, log.c.op).where(log.c.seq > seq).order_by(log.c.seq)).all()
+    return [tuple(row) for row in rows]
+
+
+def last_seq(app) -> int:
+    db = app.state.fonds.db
+    log = db.tables["change_log"]
+    with db.engine.connect() as conn:
+        return conn.execute(select(func.coalesce(func.max(log.c.seq), 0))).scalar_one()
+
+
+def record_id(uri: str) -> int:
+    return int(uri.rsplit("/", 1)[1])
+
+
+# -- schema ----------------------------------------------------------------------------------
+
+
+def test_migrated_database_matches_the_metadata(app):
+    with app.state.fonds.db.engine.connect() as conn:
+        differences = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), database_metadata())
+    assert differences == []
+
+
+def test_database_is_at_the_head_revision(app):
+    db = app.state.fonds.db
+    assert migrate.head_revision() is not None
+    assert migrate.current_revision(db) == migrate.head_revision()
+
+
+def test_every_registered_table_exists(app):
+    with app.state.fonds.db.engine.connect() as conn:
+        present = set(inspect(conn).get_table_names())
+    assert set(database_metadata().tables) <= present
+    assert "alembic_version" in present
+
+
+# -- change log ------------------------------------------------------------------------------
+
+
+def test_create_update_delete_each_write_one_change_row(app, api, repo):
+    start = last_seq(app)
+    uri = api.create(f"/repositories/{repo}/accessions", {"jsonmodel_type": "accession", "title": "Gift"})["uri"]
+    record = read(api, uri)
+    assert api.post(uri, json=record).status_code == 200
+    assert api.delete(uri).status_code == 200
+    accession_id = record_id(uri)
+    assert changes_since(app, start) == [("accession", accession_id, "created"), ("accession", accession_id, "updated"), ("accession", accession_id, "deleted")]
+
+
+def test_change_rows_carry_uri_repository_and_time(app, api, repo):
+    start = last_seq(app)
+    uri = api.create(f"/repositories/{repo}/accessions", {"jsonmodel_type": "accession", "title": "Gift"})["uri"]
+    db = app.state.fonds.db
+    log = db.tables["change_log"]
+    with db.engine.connect() as conn:
+        row = conn.execute(select(log).where(log.c.seq > start)).one()
+    assert (row.uri, row.repo_id, row.op) == (uri, repo, "created")
+    assert row.at is not None
+
+
+def test_cascaded_deletes_are_each_logged(app, api, repo):
+    resource = make_resource(api, repo)
+    top = make_ao(api, repo, "Top", resource=resource)["uri"]
+    child = make_ao(api, repo, "Child", resource=resource, parent=top)["uri"]
+    start = last_seq(app)
+    assert api.delete(resource).status_code == 200
+    logged = changes_since(app, start)
+    assert sorted(logged) == sorted(
+        [("resource", record_id(resource), "deleted"), ("archival_object", record_id(top), "deleted"), ("archival_object", record_id(child), "deleted")]
+    )
+
+
+def test_records_rewritten_by_a_delete_are_logged_as_updated(app, api, repo):
+    subject = make_subject(api, "Cats")
+    container = make_top_container(api, repo, "1")
+    accession = api.create(
+        f"/repositories/{repo}/accessions",
+        {"jsonmodel_type": "accession", "title": "Gift", "subjects": [{"ref": subject}], "instances": [instance(container)]},
+    )["uri"]
+    start = last_seq(app)
+    api.delete(subject)
+    api.delete(container)
+    assert sorted(changes_since(app, start)) == sorted(
+        [
+            ("subject", record_id(subject), "deleted"),
+            ("accession", record_id(accession), "updated"),
+            ("top_container", record_id(container), "deleted"),
+            ("accession", record_id(accession), "updated"),
+        ]
+    )
+
+
+def test_a_failed_create_leaves_no_row_and_no_change(app, api, repo):
+    resource = make_resource(api, repo)
+    siblings = [make_ao(api, repo, title, resource=resource, ref_id=title)["uri"] for title in ("a", "b")]
+    start, stored = last_seq(app), count_rows(app, "archival_object")
+    # The duplicate ref_id is only noticed after the new node was placed first (shifting its siblings).
+    response = api.post(f"/repositories/{repo}/archival_objects", json=ao_body("c", resource=resource, ref_id="a", position=0))
+    assert response.status_code == 400, response.text
+    assert changes_since(app, start) == []
+    assert count_rows(app, "archival_object") == stored
+    assert [read(api, uri)["position"] for uri in siblings] == [0, 1]
+
+
+def test_a_failed_update_leaves_no_change(app, api, repo):
+    uri = api.create(f"/repositories/{repo}/accessions", {"jsonmodel_type": "accession", "title": "Gift"})["uri"]
+    start = last_seq(app)
+    record = read(api, uri)
+    record["lock_version"] = 7
+    assert api.post(uri, json=record).status_code == 409
+    assert changes_since(app, start) == []
+    assert read(api, uri)["lock_version"] == 0
+
+
+# -- fonds db upgrade ------------------------------------------------------------------------
+
+
+def upgrade_env(settings, data_dir) -> dict:
+    """The runner's environment: a fresh data dir, the test database when it is PostgreSQL (None unsets)."""
+    return {"FONDS_DATA_DIR": str(data_dir), "FONDS_CONFIG": None, "FONDS_DATABASE_URL": settings.database_url if PG_URL else None}
+
+
+def test_db_upgrade_on_a_fresh_data_dir(tmp_path, settings):
+    data_dir = tmp_path / "fresh"
+    runner = CliRunner()
+    for _ in range(2):  # the second run finds nothing to do
+        result = runner.invoke(cli, ["db", "upgrade"], env=upgrade_env(settings, data_dir))
+        assert result.exit_code == 0, result.output
+        assert migrate.head_revision() in result.output
+    if not PG_URL:
+        assert (data_dir / "fonds.sqlite3").is_file()
+    upgraded = dataclasses.replace(settings, data_dir=data_dir)
+    db = Database(upgraded.effective_database_url, database_metadata())
+    try:
+        assert migrate.current_revision(db) == migrate.head_revision()
+        with db.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), database_metadata()) == []
+    finally:
+        db.dispose()

@@ -1,0 +1,143 @@
+"""The command line and the system routes: a real `fonds serve` process answering over HTTP,
+`GET /version`, `GET /`, `/openapi.json` and the self-contained `/docs` page."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from fonds import __version__
+
+PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
+START_TIMEOUT_SECONDS = 60
+SERVE_PASSWORD = "serve-test-password"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve_env(settings, data_dir) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
+    env.update(FONDS_DATA_DIR=str(data_dir), FONDS_ADMIN_PASSWORD=SERVE_PASSWORD)
+    if PG_URL:
+        env["FONDS_DATABASE_URL"] = settings.database_url
+    return env
+
+
+def wait_until_up(process: subprocess.Popen, base: str, log_path) -> None:
+    """Poll GET /version until it answers; fail early if the process dies."""
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"fonds serve exited with {process.returncode}:\n{log_path.read_text()}")
+        try:
+            if httpx.get(f"{base}/version", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"fonds serve did not answer within {START_TIMEOUT_SECONDS}s:\n{log_path.read_text()}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+
+def test_fonds_serve_answers_over_real_http(tmp_path, settings):
+    port, log_path = free_port(), tmp_path / "serve.log"
+    base = f"http://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fonds", "serve", "--port", str(port)],
+            env=serve_env(settings, tmp_path / "serve-data"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until_up(process, base, log_path)
+        with httpx.Client(base_url=base, timeout=10) as http:
+            assert http.get("/version").text == f"Fonds (v{__version__})"
+            assert http.post("/users/admin/login", data={"password": "wrong"}).status_code == 403
+            login = http.post("/users/admin/login", data={"password": SERVE_PASSWORD})
+            assert login.status_code == 200, login.text
+            http.headers["X-Service-Session"] = login.json()["session"]
+            repo = http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": "HTTP", "name": "Over HTTP"})
+            assert repo.status_code == 200, repo.text
+            created = http.post(f"/repositories/{repo.json()['id']}/accessions", json={"jsonmodel_type": "accession", "title": "Real", "id_0": "1"})
+            assert created.status_code == 200, created.text
+            record = http.get(created.json()["uri"])
+            assert record.status_code == 200
+            assert record.json()["title"] == "Real"
+            assert record.json()["uri"] == created.json()["uri"]
+            assert record.headers["cache-control"] == "private, must-revalidate, max-age=0"
+    finally:
+        stop(process)
+    if not PG_URL:
+        assert (tmp_path / "serve-data" / "fonds.sqlite3").is_file()
+    assert not (tmp_path / "serve-data" / "initial-admin-password").exists()
+
+
+def test_serve_refuses_a_bad_setting(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
+    env.update(FONDS_DATA_DIR=str(tmp_path / "data"), FONDS_DEFAULT_PAGE_SIZE="many")
+    result = subprocess.run([sys.executable, "-m", "fonds", "serve", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "FONDS_DEFAULT_PAGE_SIZE" in result.stderr
+
+
+# -- system routes ---------------------------------------------------------------------------
+
+
+def test_version_is_plain_text(client):
+    response = client.get("/version")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    assert response.text == f"Fonds (v{__version__})"
+    assert re.fullmatch(r"Fonds \(v\d+\.\d+\.\d+.*\)", response.text)
+
+
+def test_root_describes_the_service(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["name"] == "Fonds"
+    assert body["version"] == __version__
+    assert body["databaseProductName"] == ("postgresql" if PG_URL else "sqlite")
+    assert body["databaseProductVersion"]
+
+
+def test_openapi_lists_the_accession_routes(client):
+    response = client.get("/openapi.json")
+    assert response.status_code == 200
+    spec = response.json()
+    assert spec["info"]["title"] == "Fonds"
+    paths = spec["paths"]
+    assert {"get", "post"} <= set(paths["/repositories/{repo_id}/accessions"])
+    assert {"get", "post", "delete"} <= set(paths["/repositories/{repo_id}/accessions/{id}"])
+    assert "accession" in spec["components"]["schemas"]
+
+
+def test_docs_page_is_self_contained(client):
+    response = client.get("/docs")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert "/openapi.json" in response.text
+    hosts = re.findall(r"(?:https?:)?//([A-Za-z0-9.-]+\.[A-Za-z]{2,}|localhost)[:/\"']", response.text)
+    assert hosts == []
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=[\"']?(https?:)?//", response.text)
