@@ -38,7 +38,9 @@ class SchemaSet:
     """Every schema by name, with the envelope injected into the top-level record types."""
 
     def __init__(self, schemas: dict[str, dict], record_types: set[str]):
-        self.schemas = copy.deepcopy(schemas)
+        # Without `$schema`: a `$ref`'d subschema declaring it would be validated with jsonschema's
+        # stock draft 2020-12 class, silently skipping x-enum/x-ref in nested subrecords.
+        self.schemas = {name: {k: v for k, v in copy.deepcopy(s).items() if k != "$schema"} for name, s in schemas.items()}
         schemas = self.schemas
         for name in record_types:
             props = schemas[name].setdefault("properties", {})

@@ -9,9 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import referencing
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
-from referencing.jsonschema import DRAFT202012
 
 from fonds.errors import FieldErrors, Invalid
 from fonds.records.schemas import ENVELOPE_PROPERTIES, SchemaSet, load_enumerations
@@ -39,10 +37,10 @@ class Normaliser:
 
     def record(self, schema: dict, doc: dict) -> tuple[dict, FieldErrors]:
         warnings: FieldErrors = {}
-        cleaned = self._object(schema, doc, "", warnings, top=True)
+        cleaned = self._object(schema, doc, "", warnings)
         return ({} if cleaned is _DROP else cleaned), warnings
 
-    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, top: bool = False):
+    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors):
         props = schema.get("properties", {})
         out = {}
         for key, raw in doc.items():
@@ -52,7 +50,7 @@ class Normaliser:
             if definition is None:
                 warnings[_path(path, key)] = ["Unknown property, ignored"]
                 continue
-            if definition.get("readOnly") and not (top and key == "lock_version"):
+            if definition.get("readOnly"):
                 continue
             value = self._value(definition, raw, _path(path, key), warnings)
             if value is not _DROP:
@@ -147,12 +145,9 @@ class RecordValidator:
         checker = FormatChecker(formats=())
         checker.checks("date")(_check_iso_date)
         cls = validators.extend(Draft202012Validator, {"x-enum": x_enum, "x-ref": x_ref})
-        # A `$ref`'d subschema that declares `$schema` would be validated with jsonschema's stock
-        # draft 2020-12 class (`evolve` picks the class from `$schema`), silently skipping
-        # x-enum/x-ref in nested subrecords: validate against copies without `$schema`.
-        plain = {name: {k: v for k, v in schema.items() if k != "$schema"} for name, schema in schemas.schemas.items()}
-        registry = referencing.Registry().with_resources((name, DRAFT202012.create_resource(s)) for name, s in plain.items())
-        self._validators = {name: cls(schema, registry=registry, format_checker=checker) for name, schema in plain.items()}
+        self._validators = {
+            name: cls(schema, registry=schemas.registry, format_checker=checker) for name, schema in schemas.schemas.items()
+        }
 
     def errors(self, name: str, doc: dict) -> FieldErrors:
         found: FieldErrors = {}
