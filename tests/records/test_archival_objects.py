@@ -1,5 +1,5 @@
 """Archival objects through HTTP: ref_id, tree positions, ancestors, children, find_by_id,
-display strings and cascading deletes (aspace-model.md §6–§7, aspace-api.md §6–§8)."""
+display strings, cascading deletes and moving subtrees between resources (aspace-model.md §6–§7, aspace-api.md §6–§8)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.records.helpers import ao_body, make_ao, make_resource, read, update
+from tests.records.helpers import ao_body, count_rows, make_ao, make_resource, read, update
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
@@ -303,11 +303,6 @@ def test_deleting_a_child_closes_the_gap_among_its_siblings(api, repo):
     assert read(api, parent)["position"] == 0
 
 
-@pytest.mark.xfail(
-    reason="Bug: moving a node to another resource leaves its descendants' resource (column, JSON and "
-    "cascade link) on the old one; ArchivesSpace's TreeNodes#set_root moves the whole subtree",
-    strict=True,
-)
 def test_moving_a_node_to_another_resource_takes_its_descendants(api, repo):
     old, new = make_resource(api, repo, "Old"), make_resource(api, repo, "New")
     node = make_ao(api, repo, "Node", resource=old)["uri"]
@@ -319,3 +314,105 @@ def test_moving_a_node_to_another_resource_takes_its_descendants(api, repo):
     assert update(api, child, title="Child 2").status_code == 200
     assert api.delete(old).status_code == 200
     assert api.get(child).status_code == 200
+
+
+# -- moving a subtree to another resource ----------------------------------------------------
+
+
+def subtree(api, repo: int, resource: str, **ref_ids) -> dict[str, str]:
+    """Node > Child > Grandchild, plus Sibling beside Child; returns their URIs by lower-case name."""
+    node = make_ao(api, repo, "Node", resource=resource, ref_id=ref_ids.get("node"))["uri"]
+    child = make_ao(api, repo, "Child", resource=resource, parent=node, ref_id=ref_ids.get("child"))["uri"]
+    sibling = make_ao(api, repo, "Sibling", resource=resource, parent=node)["uri"]
+    grandchild = make_ao(api, repo, "Grandchild", resource=resource, parent=child, ref_id=ref_ids.get("grandchild"))["uri"]
+    return {"node": node, "child": child, "sibling": sibling, "grandchild": grandchild}
+
+
+def move(api, uri: str, resource: str):
+    return update(api, uri, resource={"ref": resource}, position=None)
+
+
+def test_moving_a_node_moves_every_level_below_it(api, app, repo):
+    old, new = make_resource(api, repo, "Old"), make_resource(api, repo, "New")
+    stays = make_ao(api, repo, "Stays", resource=old)["uri"]
+    nodes = subtree(api, repo, old)
+    changes = count_rows(app, "change_log")
+    assert move(api, nodes["node"], new).status_code == 200
+    grandchild = read(api, nodes["grandchild"])
+    assert grandchild["resource"] == {"ref": new}
+    assert [a["ref"] for a in grandchild["ancestors"]] == [nodes["child"], nodes["node"], new]
+    assert grandchild["last_modified_by"] == "admin"
+    assert order(api, [nodes["child"], nodes["sibling"]]) == [(0, "Child"), (1, "Sibling")]
+    assert read(api, nodes["sibling"])["resource"] == {"ref": new}
+    assert read(api, stays)["resource"] == {"ref": old}
+    # One "updated" change per moved record, so the search index sees every descendant move.
+    assert count_rows(app, "change_log") == changes + 4
+
+
+def test_a_moved_descendant_has_a_new_lock_version(api, repo):
+    old, new = make_resource(api, repo, "Old"), make_resource(api, repo, "New")
+    nodes = subtree(api, repo, old)
+    held = read(api, nodes["grandchild"])
+    assert move(api, nodes["node"], new).status_code == 200
+    assert read(api, nodes["grandchild"])["lock_version"] == held["lock_version"] + 1
+    stale = api.post(nodes["grandchild"], json={**held, "title": "Overwrite"})
+    assert stale.status_code == 409, stale.text
+    assert read(api, nodes["grandchild"])["resource"] == {"ref": new}
+
+
+def test_deleting_the_old_resource_leaves_the_moved_subtree(api, repo):
+    old, new = make_resource(api, repo, "Old"), make_resource(api, repo, "New")
+    nodes = subtree(api, repo, old)
+    assert move(api, nodes["node"], new).status_code == 200
+    assert api.delete(old).status_code == 200
+    for uri in nodes.values():
+        assert read(api, uri)["resource"] == {"ref": new}
+
+
+def test_deleting_the_new_resource_deletes_the_moved_subtree(api, repo):
+    old, new = make_resource(api, repo, "Old"), make_resource(api, repo, "New")
+    nodes = subtree(api, repo, old)
+    assert move(api, nodes["node"], new).status_code == 200
+    assert api.delete(new).status_code == 200
+    for uri in nodes.values():
+        assert api.get(uri).status_code == 404
+    assert api.get(old).status_code == 200
+
+
+def test_a_ref_id_taken_in_the_target_resource_refuses_the_whole_move(api, repo):
+    old, new = make_resource(api, repo, "Old"), make_resource(api, repo, "New")
+    make_ao(api, repo, "Already there", resource=new, ref_id="dup")
+    nodes = subtree(api, repo, old, grandchild="dup")
+    before = {uri: read(api, uri) for uri in nodes.values()}
+    response = move(api, nodes["node"], new)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {"ref_id": ["An Archival Object Ref ID must be unique to its resource"]}
+    assert {uri: read(api, uri) for uri in nodes.values()} == before
+    assert read(api, make_ao(api, repo, "Appended", resource=new)["uri"])["position"] == 1
+    assert api.delete(old).status_code == 200
+    for uri in nodes.values():
+        assert api.get(uri).status_code == 404
+
+
+def test_an_unattached_subtree_given_a_resource_takes_it_down(api, repo):
+    resource = make_resource(api, repo)
+    node = make_ao(api, repo, "Node")["uri"]
+    child = make_ao(api, repo, "Child", parent=node)["uri"]
+    assert "resource" not in read(api, child)
+    assert move(api, node, resource).status_code == 200
+    record = read(api, child)
+    assert record["resource"] == {"ref": resource}
+    assert [a["ref"] for a in record["ancestors"]] == [node, resource]
+    assert api.delete(resource).status_code == 200
+    assert api.get(child).status_code == 404
+
+
+def test_a_node_leaving_its_resource_detaches_its_descendants(api, repo):
+    resource = make_resource(api, repo)
+    nodes = subtree(api, repo, resource)
+    assert update(api, nodes["node"], resource=None, position=None).status_code == 200
+    record = read(api, nodes["grandchild"])
+    assert "resource" not in record
+    assert [a["ref"] for a in record["ancestors"]] == [nodes["child"], nodes["node"]]
+    assert api.delete(resource).status_code == 200
+    assert read(api, nodes["grandchild"])["title"] == "Grandchild"

@@ -16,6 +16,8 @@ import orjson
 from fonds.errors import FieldErrors
 
 if TYPE_CHECKING:
+    import datetime
+
     from sqlalchemy import Connection, Row
 
     from fonds.records.registry import RecordType, Registry
@@ -38,6 +40,9 @@ class WriteContext:
     existing_doc: dict | None = None
     stale: bool = False
     columns: dict[str, Any] = field(default_factory=dict)
+    # Who writes and when: hooks that rewrite other records too (a moved subtree) stamp them alike.
+    actor: str = ""
+    now: datetime.datetime | None = None
 
     @property
     def tables(self):

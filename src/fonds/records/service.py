@@ -175,7 +175,7 @@ class RecordService(TreeQueries):
         record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)
         uri = record_type.uri(record_id, repo_id)
         links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
-        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri)
+        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, actor=actor.username, now=now)
         stamp = store.iso(now)
         audit = dict(created=stamp, modified=stamp, create_time=stamp, system_mtime=stamp, user_mtime=stamp, created_by=actor.username, last_modified_by=actor.username)
         self._save(conn, ctx, doc, warnings, links=links, lock_version=0, audit=audit, expect=None, now=now, op="created")
@@ -195,8 +195,8 @@ class RecordService(TreeQueries):
             links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
             existing = orjson.loads(row.json)
             uri = record_type.uri(record_id, repo_id)
-            ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, existing=row, existing_doc=existing)
             now = store.utcnow()
+            ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, existing=row, existing_doc=existing, actor=actor.username, now=now)
             stamp = store.iso(now)
             audit = {k: existing.get(k) for k in ("created", "create_time", "created_by") if existing.get(k)}
             audit.update(modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=actor.username)

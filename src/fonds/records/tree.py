@@ -1,15 +1,22 @@
 """Archival-object tree positions: `resource` is the root, `parent` the node above; `position`
 is the 0-based index among siblings, kept contiguous in a column. `position` and `ancestors`
 are computed at read time and spliced into the stored JSON, so moving or re-levelling a node
-never rewrites its descendants."""
+within its resource never rewrites its descendants. Moving it to another resource does: each
+descendant stores its `resource` (as ArchivesSpace's TreeNodes#set_root rewrites the subtree)."""
 
 from __future__ import annotations
 
-from sqlalchemy import and_, func, select, update
+import orjson
+from sqlalchemy import and_, bindparam, func, select, update
 
 from fonds.errors import Conflict, Invalid
+from fonds.storage import records as store
 
 NODE = "archival_object"
+# The root's record type, and the field holding each node's ref to it.
+ROOT = "resource"
+# Rows per statement when a subtree moves (well under SQLite's bound-parameter limit).
+BATCH = 500
 
 
 def _group(table, resource_id, parent_id):
@@ -45,7 +52,8 @@ def _check_not_own_descendant(conn, table, node_id: int, parent_id: int) -> None
 
 
 def place(ctx, doc: dict) -> None:
-    """Set the tree columns of the record being written, shifting siblings to keep positions contiguous."""
+    """Set the tree columns of the record being written, shifting siblings to keep positions contiguous;
+    when its resource changes its descendants go along."""
     conn, table = ctx.conn, ctx.tables[NODE]
     resource_id, parent_id = _ref_id(ctx, doc.get("resource")), _ref_id(ctx, doc.get("parent"))
     if parent_id is not None:
@@ -75,6 +83,88 @@ def place(ctx, doc: dict) -> None:
         position = last if requested is None else max(0, min(int(requested), last))
         _shift(conn, table, group, exclude=ctx.record_id, start=position, stop=None, delta=1)
     ctx.columns.update(resource_id=resource_id, parent_id=parent_id, position=position)
+    if old is not None and old.resource_id != resource_id:
+        _move_descendants(ctx, doc["ref_id"], resource_id)
+
+
+def _batches(items: list) -> list[list]:
+    return [items[start : start + BATCH] for start in range(0, len(items), BATCH)]
+
+
+def _descendants(conn, table, root_id: int) -> list:
+    """(id, ref_id) of every node below `root_id`, breadth-first, locked: they are about to be rewritten."""
+    found, frontier = [], [root_id]
+    while frontier:
+        level = []
+        for chunk in _batches(frontier):
+            level += conn.execute(select(table.c.id, table.c.ref_id).where(table.c.parent_id.in_(chunk)).with_for_update()).all()
+        found += level
+        frontier = [row.id for row in level]
+    return found
+
+
+def _taken_by_others(conn, table, resource_id: int, ref_ids: list[str], moving: dict) -> bool:
+    found = conn.execute(select(table.c.id).where(table.c.resource_id == resource_id, table.c.ref_id.in_(ref_ids))).scalars()
+    return any(record_id not in moving for record_id in found)
+
+
+def _check_ref_ids_free(ctx, table, resource_id: int | None, moving: dict[int, str | None]) -> None:
+    """Refuse the move, before anything is rewritten, if a moving ref_id is taken in the target resource."""
+    if resource_id is None:
+        return  # unattached nodes never collide (NULLs, as in the unique index)
+    ref_ids = [ref_id for ref_id in moving.values() if ref_id is not None]
+    # A subtree left split across resources (by the bug this move fixes) may bring equal ref_ids together.
+    split = len(set(ref_ids)) != len(ref_ids)
+    if split or any(_taken_by_others(ctx.conn, table, resource_id, chunk, moving) for chunk in _batches(ref_ids)):
+        key = next(k for k in ctx.record_type.unique_keys if "ref_id" in k.columns)
+        raise Invalid({key.field: [key.message]})
+
+
+def _move_descendants(ctx, ref_id: str, resource_id: int | None) -> None:
+    """Give every descendant of the node being written its new resource: column, JSON, link, change row."""
+    conn, table = ctx.conn, ctx.tables[NODE]
+    nodes = _descendants(conn, table, ctx.record_id)
+    if not nodes:
+        return
+    _check_ref_ids_free(ctx, table, resource_id, {ctx.record_id: ref_id, **dict(nodes)})
+    for chunk in _batches([row.id for row in nodes]):
+        _set_root(ctx, table, chunk, resource_id)
+
+
+def _set_root(ctx, table, ids: list[int], resource_id: int | None) -> None:
+    """Rewrite one batch of descendants as an update would: new lock_version and stamps, one change row each."""
+    conn, tables = ctx.conn, ctx.tables
+    root = {"ref": ctx.registry[ROOT].uri(resource_id, ctx.repo_id)} if resource_id is not None else None
+    stamp = store.iso(ctx.now)
+    rows = conn.execute(select(table.c.id, table.c.repo_id, table.c.lock_version, table.c.json).where(table.c.id.in_(ids))).all()
+    rewritten = []
+    for row in rows:
+        doc = orjson.loads(row.json)
+        if root is None:
+            doc.pop(ROOT, None)
+        else:
+            doc[ROOT] = root
+        doc.update(lock_version=row.lock_version + 1, modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=ctx.actor)
+        rewritten.append({"b_id": row.id, "b_json": orjson.dumps(doc), "b_lock_version": row.lock_version + 1})
+    conn.execute(
+        update(table)
+        .where(table.c.id == bindparam("b_id"))
+        .values(
+            json=bindparam("b_json"),
+            lock_version=bindparam("b_lock_version"),
+            resource_id=resource_id,
+            system_mtime=ctx.now,
+            user_mtime=ctx.now,
+            last_modified_by=ctx.actor,
+        ),
+        rewritten,
+    )
+    store.retarget_links(conn, tables, source_type=NODE, source_ids=ids, field=ROOT, target_type=ROOT, target_id=resource_id)
+    changes = [
+        {"record_type": NODE, "record_id": row.id, "repo_id": row.repo_id, "uri": ctx.record_type.uri(row.id, row.repo_id), "op": "updated", "at": ctx.now}
+        for row in rows
+    ]
+    store.record_changes(conn, tables, changes)
 
 
 def close_gaps(conn, rows, deleted: set[tuple[str, int]]) -> None:

@@ -59,7 +59,13 @@ def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: 
 
 
 def record_change(conn: Connection, tables, *, record_type: str, record_id: int, repo_id: int | None, uri: str, op: str, now) -> None:
-    conn.execute(insert(tables["change_log"]).values(record_type=record_type, record_id=record_id, repo_id=repo_id, uri=uri, op=op, at=now))
+    record_changes(conn, tables, [{"record_type": record_type, "record_id": record_id, "repo_id": repo_id, "uri": uri, "op": op, "at": now}])
+
+
+def record_changes(conn: Connection, tables, changes: list[dict]) -> None:
+    """Append change rows (record_type, record_id, repo_id, uri, op, at) in one statement."""
+    if changes:
+        conn.execute(insert(tables["change_log"]), changes)
 
 
 def replace_links(conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]]) -> None:
@@ -72,6 +78,20 @@ def replace_links(conn: Connection, tables, *, source_type: str, source_id: int,
             [
                 {"source_type": source_type, "source_id": source_id, "field": f, "path": p, "target_type": t, "target_id": i}
                 for f, p, t, i in links
+            ],
+        )
+
+
+def retarget_links(conn: Connection, tables, *, source_type: str, source_ids: list[int], field: str, target_type: str, target_id: int | None) -> None:
+    """Point the `field` ref (a single, unindexed one: path == field) of many sources at one target, or drop it (None)."""
+    table = tables["record_link"]
+    conn.execute(delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(source_ids)))
+    if target_id is not None and source_ids:
+        conn.execute(
+            insert(table),
+            [
+                {"source_type": source_type, "source_id": i, "field": field, "path": field, "target_type": target_type, "target_id": target_id}
+                for i in source_ids
             ],
         )
 
