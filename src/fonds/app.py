@@ -10,9 +10,9 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, sessions, system
+from fonds.api import archival_objects, groups, sessions, system, users
 from fonds.api.crud import register_record_routes
-from fonds.api.deps import AppServices
+from fonds.api.deps import AppServices, SessionCheck
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
@@ -96,12 +96,13 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, sessions, archival_objects):
+    for module in (system, sessions, users, groups, archival_objects):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    app.add_middleware(SessionCheck)
     app.add_middleware(CacheControl)
     return app
 

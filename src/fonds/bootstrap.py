@@ -1,5 +1,6 @@
 """First-start set-up: the hidden global repository (/repositories/1), the default vocabulary
-(/vocabularies/1) and the `admin` user. Idempotent; safe with several workers starting at once."""
+(/vocabularies/1), the global `administrators` group and the `admin` user in it. Idempotent;
+safe with several workers starting at once."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ import secrets
 import sys
 from pathlib import Path
 
+import orjson
 from sqlalchemy import select, update
 
+from fonds.auth import groups
 from fonds.auth.passwords import hash_password
+from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID, PERMISSION_CODES
 from fonds.records.hooks import GLOBAL_REPO_CODE
+from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
+from fonds.storage import records as store
 
 log = logging.getLogger("fonds.bootstrap")
-SYSTEM = Actor(user_id=0, username="admin", is_admin=True)
+SYSTEM = Actor(user_id=0, username="admin")
 PASSWORD_FILE = "initial-admin-password"
 
 
@@ -31,25 +37,49 @@ def _write_secret(path: Path, secret: str) -> None:
         handle.write(secret + "\n")
 
 
+def _create(service: RecordService, conn, type_name: str, doc: dict, repo_id: int | None = None) -> int:
+    return service.create_in(conn, service.registry[type_name], doc, {}, repo_id=repo_id, actor=SYSTEM)["id"]
+
+
+def _administrators_group(service: RecordService, conn) -> None:
+    """Create the group holding every permission; users marked admin before groups existed join it."""
+    if groups.administrators_group(conn) is not None:
+        return
+    doc = {"jsonmodel_type": "group", "group_code": ADMINISTRATORS, "description": "Administrators", "grants_permissions": sorted(PERMISSION_CODES)}
+    group_id = _create(service, conn, "group", doc, GLOBAL_REPO_ID)
+    users = conn.info["fonds_tables"]["user"]
+    legacy = [(row.id, orjson.loads(row.json)) for row in conn.execute(select(users.c.id, users.c.json))]
+    admins = [user_id for user_id, user in legacy if user.get("is_admin")]
+    if not legacy:
+        return
+    groups.set_members(conn, group_id, admins)
+    system = [user_id for user_id, user in legacy if user.get("is_system_user")]
+    conn.execute(update(users).where(users.c.id.in_(system)).values(is_system=True))
+
+    def strip_computed(user: dict) -> None:
+        user.pop("is_admin", None)
+
+    rewrite_records(conn, service.registry["user"], [user_id for user_id, _ in legacy], now=store.utcnow(), username=SYSTEM.username, edit=strip_computed)
+
+
 def bootstrap(service: RecordService) -> None:
-    db, settings, registry = service.db, service.settings, service.registry
+    db, settings = service.db, service.settings
     tables = db.tables
     with db.write() as conn:
         if db.kind == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727275)")
         if not _exists(conn, tables["repository"], "repo_code", GLOBAL_REPO_CODE):
-            doc = {"jsonmodel_type": "repository", "repo_code": GLOBAL_REPO_CODE, "name": "Global repository"}
-            service.create_in(conn, registry["repository"], doc, {}, repo_id=None, actor=SYSTEM)
+            _create(service, conn, "repository", {"jsonmodel_type": "repository", "repo_code": GLOBAL_REPO_CODE, "name": "Global repository"})
         if not _exists(conn, tables["vocabulary"], "ref_id", "global"):
-            doc = {"jsonmodel_type": "vocabulary", "ref_id": "global", "name": "global"}
-            service.create_in(conn, registry["vocabulary"], doc, {}, repo_id=None, actor=SYSTEM)
+            _create(service, conn, "vocabulary", {"jsonmodel_type": "vocabulary", "ref_id": "global", "name": "global"})
+        _administrators_group(service, conn)
         if _exists(conn, tables["user"], "username", "admin"):
             return
         password = settings.admin_password or secrets.token_urlsafe(18)
         doc = {"jsonmodel_type": "user", "username": "admin", "name": "Administrator", "is_admin": True, "is_system_user": True}
-        created = service.create_in(conn, registry["user"], doc, {}, repo_id=None, actor=SYSTEM)
+        user_id = _create(service, conn, "user", doc)
         users = tables["user"]
-        conn.execute(update(users).where(users.c.id == created["id"]).values(password_hash=hash_password(password)))
+        conn.execute(update(users).where(users.c.id == user_id).values(password_hash=hash_password(password)))
     if not settings.admin_password:
         path = settings.data_dir / PASSWORD_FILE
         _write_secret(path, password)

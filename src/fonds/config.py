@@ -28,6 +28,10 @@ class Settings:
     session_expire_seconds: int = _setting(3600, "Idle seconds after which an expiring session ends.")
     session_nonexpiring_seconds: int = _setting(604800, "Idle seconds after which a session created with `expiring=false` ends.")
     max_body_bytes: int = _setting(10 * 1024 * 1024, "Largest accepted request body; larger ones get 413.")
+    password_min_length: int = _setting(8, "Shortest password accepted when a user is created or a password changed.")
+    login_failures_per_user: int = _setting(5, "Failed logins for one username before further attempts are refused (429) for a while that doubles with each failure.")
+    login_failures_per_address: int = _setting(30, "Failed logins from one client address before it is refused (429) in the same way.")
+    login_lockout_max_seconds: int = _setting(900, "Longest a username or address is locked out after repeated failed logins.")
     strict_validation: bool = _setting(False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning.")
 
     @property

@@ -14,6 +14,7 @@ PUBLIC_ROUTES = {
     ("GET", "/schemas/{name}"),
     ("GET", "/config/enumerations"),
     ("GET", "/docs"),
+    ("GET", "/permissions"),
 }
 FRAMEWORK_ROUTES = {"/openapi.json"}
 

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import SessionUser, resolve_session
 from fonds.config import Settings
-from fonds.errors import BadRequest, Denied, TooLarge
+from fonds.errors import BadRequest, Denied, SessionGone, TooLarge, json_error
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
 from fonds.storage.db import Database
 
 SESSION_HEADERS = ("x-service-session", "x-archivesspace-session")
 PUBLIC = "public"
+# Routes any logged-in user may call (their own account); checks on the target are inside.
+LOGGED_IN = "logged_in"
 
 
 @dataclass(frozen=True)
@@ -35,20 +41,59 @@ Services = Annotated[AppServices, Depends(services)]
 
 
 def session_token(request: Request) -> str | None:
+    return token_in_headers(request.headers)
+
+
+def token_in_headers(headers) -> str | None:
     for header in SESSION_HEADERS:
-        token = request.headers.get(header)
+        token = headers.get(header)
         if token:
             return token
     return None
 
 
-def current_user(request: Request, app: Services) -> SessionUser | None:
-    """The logged-in user, None when no token was sent; 412 for an unknown or expired token."""
-    token = session_token(request)
-    return resolve_session(app.db, app.settings, token) if token else None
+def current_user(request: Request) -> SessionUser | None:
+    """The logged-in user (resolved by `SessionCheck` before routing), None when no token was sent."""
+    return request.scope.get("state", {}).get(SESSION_USER)
 
 
 CurrentUser = Annotated[SessionUser | None, Depends(current_user)]
+SESSION_USER = "fonds_session_user"
+# Logging in must work whatever stale token a client still sends (it is how it recovers).
+LOGIN_PATH = re.compile(r"^/users/[^/]+/login$")
+
+
+class SessionCheck:
+    """Resolve the session token on every path, as ArchivesSpace does before routing: an unknown
+    or expired token is 412 even on public and unknown routes."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not LOGIN_PATH.match(scope["path"]):
+            token = token_in_headers(Headers(scope=scope))
+            if token:
+                services = scope["app"].state.fonds
+                try:
+                    user = await run_in_threadpool(resolve_session, services.db, services.settings, token)
+                except SessionGone as gone:
+                    return await json_error(gone.status, gone.body())(scope, receive, send)
+                scope.setdefault("state", {})[SESSION_USER] = user
+        await self.app(scope, receive, send)
+
+
+def _repo_in_path(request: Request) -> int | None:
+    repo_id = request.path_params.get("repo_id")
+    try:
+        return int(repo_id) if repo_id is not None else None
+    except ValueError:
+        # Path parameters are validated after dependencies like this one: answer as they would.
+        raise BadRequest({"repo_id": [f"Wanted type Integer but got '{repo_id}'"]}) from None
+
+
+def actor_of(user: SessionUser) -> Actor:
+    return Actor(user.user_id, user.username, user.grants)
 
 
 def require(permission: str):
@@ -57,17 +102,33 @@ def require(permission: str):
     def check(request: Request, user: CurrentUser) -> Actor:
         if user is None:
             raise Denied()
-        repo_id = request.path_params.get("repo_id")
-        try:
-            repo = int(repo_id) if repo_id is not None else None
-        except ValueError:
-            # Path parameters are validated after dependencies like this one: answer as they would.
-            raise BadRequest({"repo_id": [f"Wanted type Integer but got '{repo_id}'"]}) from None
-        if not has_permission(user, permission, repo):
+        if not has_permission(user.grants, permission, _repo_in_path(request)):
             raise Denied()
-        return Actor(user.user_id, user.username, user.is_admin)
+        return actor_of(user)
 
     check.fonds_permission = permission
+    return Depends(check)
+
+
+def require_self_or(permission: str):
+    """For /users/{id}: the user themself, or a holder of `permission`."""
+
+    def check(request: Request, user: CurrentUser) -> Actor:
+        if user is None:
+            raise Denied()
+        if str(user.user_id) != request.path_params.get("id") and not has_permission(user.grants, permission, None):
+            raise Denied()
+        return actor_of(user)
+
+    return Depends(check)
+
+
+def require_login() -> Actor:
+    def check(user: CurrentUser) -> Actor:
+        if user is None:
+            raise Denied()
+        return actor_of(user)
+
     return Depends(check)
 
 

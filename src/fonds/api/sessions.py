@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Query, Request
@@ -12,8 +11,7 @@ from fonds.api.routing import add_route, json_response
 from fonds.auth import login as login_service
 from fonds.auth.sessions import end_session
 from fonds.errors import BadRequest, missing_parameter
-
-USERNAME = re.compile(r"^[a-z0-9\-_. @]+$")
+from fonds.records.hooks import normal_username
 
 
 def parse_bool(name: str, raw: str | None, default: bool) -> bool:
@@ -27,20 +25,22 @@ def parse_bool(name: str, raw: str | None, default: bool) -> bool:
 
 def login(
     username: str,
+    request: Request,
     app: Services,
     password: Annotated[str | None, Query(description="The password (or send it as a form field).")] = None,
     expiring: Annotated[str | None, Query(description="false: a long-lived session.")] = None,
     password_form: Annotated[str | None, Form(alias="password")] = None,
     expiring_form: Annotated[str | None, Form(alias="expiring")] = None,
 ):
-    name = username.strip().lower()
-    if not USERNAME.match(name) or "  " in name:
+    name = normal_username(username)
+    if name is None:
         raise BadRequest("Invalid username")
     secret = password_form if password_form is not None else password
     if secret is None or secret == "":
         raise missing_parameter("password")
     keep = parse_bool("expiring", expiring_form if expiring_form is not None else expiring, True)
-    return json_response(login_service.login(app.db, app.registry, app.settings, username=name, password=secret, expiring=keep))
+    address = request.client.host if request.client else None
+    return json_response(login_service.login(app.records, username=name, password=secret, expiring=keep, address=address))
 
 
 def logout(request: Request, app: Services):

@@ -1,30 +1,35 @@
-"""Checking a password and opening a session."""
+"""Checking a password and opening a session, behind the failed-login throttle."""
 
 from __future__ import annotations
 
 import orjson
 from sqlalchemy import select
 
+from fonds.auth import throttle
 from fonds.auth.passwords import verify_password
-from fonds.auth.permissions import permissions_by_repository
-from fonds.auth.sessions import open_session
+from fonds.auth.sessions import open_session, purge_expired
+from fonds.auth.users import user_document
 from fonds.errors import LoginFailed
-from fonds.records.hooks import GLOBAL_REPO_CODE
 
 
-def login(db, registry, settings, *, username: str, password: str, expiring: bool) -> dict:
-    users, repos = db.tables["user"], db.tables["repository"]
+def login(records, *, username: str, password: str, expiring: bool, address: str | None) -> dict:
+    db, settings = records.db, records.settings
+    keys = [throttle.user_key(username), *filter(None, [throttle.address_key(address)])]
+    throttle.check(db, keys)
+    users = db.tables["user"]
     with db.read() as conn:
-        user = conn.execute(select(users).where(users.c.username == username)).one_or_none()
+        user = conn.execute(select(users.c.id, users.c.password_hash, users.c.is_active).where(users.c.username == username)).one_or_none()
     # Verify even for unknown users so both failures take the same time.
     valid = verify_password(user.password_hash if user else None, password)
     if user is None or not valid or not user.is_active:
+        throttle.record_failure(db, settings, keys)
         raise LoginFailed()
     with db.write() as conn:
+        throttle.record_success(conn, throttle.user_key(username))
+        # Logins are rare next to requests: a good moment to drop sessions nobody can use any more.
+        purge_expired(conn, settings)
         token = open_session(conn, db.tables, user_id=user.id, expiring=expiring)
-        repo_ids = conn.execute(select(repos.c.id).where(repos.c.repo_code != GLOBAL_REPO_CODE).order_by(repos.c.id)).scalars().all()
-    body = orjson.loads(user.json)
-    body["permissions"] = permissions_by_repository(user, [f"/repositories/{i}" for i in repo_ids])
+        body = orjson.loads(user_document(conn, records, user.id))
     response = {"session": token, "user": body}
     if not expiring:
         response["expire_after_seconds"] = settings.session_nonexpiring_seconds

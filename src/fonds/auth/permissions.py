@@ -1,10 +1,21 @@
-"""ArchivesSpace's permission names and the check every route goes through."""
+"""ArchivesSpace's permissions, what they imply, the standard groups, and the one check every
+route goes through.
+
+A user holds a permission in a repository when a group they belong to grants it (or a
+permission implying it) in that repository or in the global repository. A global-level
+permission is held when any of the user's groups grants it or something implying it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 GLOBAL_KEY = "_archivesspace"
+GLOBAL_REPO_ID = 1
+ADMINISTRATORS = "administrators"
+# Always in the global list of the login response (ArchivesSpace's user.rb#permissions).
+EDIT_USER_SELF = "edit_user_self"
 
 
 @dataclass(frozen=True)
@@ -12,6 +23,7 @@ class Permission:
     code: str
     level: str  # "repository" or "global"
     description: str
+    implied_by: tuple[str, ...] = ()
 
 
 PERMISSIONS = (
@@ -20,10 +32,15 @@ PERMISSIONS = (
     Permission("create_repository", "global", "The ability to create new repositories"),
     Permission("delete_repository", "global", "The ability to delete a repository"),
     Permission("view_all_records", "global", "The ability to view any record in the system"),
-    Permission("update_subject_record", "global", "The ability to create and modify subject records"),
-    Permission("delete_subject_record", "global", "The ability to delete subject records"),
-    Permission("update_location_profile_record", "global", "The ability to create and modify location profile records"),
-    Permission("update_vocabulary_record", "global", "The ability to create and modify vocabulary records"),
+    Permission("update_subject_record", "global", "The ability to create and modify subject records", implied_by=("manage_subject_record",)),
+    Permission("delete_subject_record", "global", "The ability to delete subject records", implied_by=("manage_subject_record",)),
+    Permission(
+        "update_location_profile_record",
+        "global",
+        "The ability to create and modify location profile records",
+        implied_by=("manage_location_profile_record",),
+    ),
+    Permission("update_vocabulary_record", "global", "The ability to create and modify vocabulary records", implied_by=("manage_vocabulary_record",)),
     Permission("manage_repository", "repository", "The ability to manage a given repository"),
     Permission("view_repository", "repository", "The ability to view a given repository"),
     Permission("update_accession_record", "repository", "The ability to create and modify accessions records"),
@@ -32,21 +49,68 @@ PERMISSIONS = (
     Permission("manage_container_record", "repository", "The ability to delete and bulk update container records"),
     Permission("manage_subject_record", "repository", "The ability to create, modify and delete a subject record"),
     Permission("manage_location_profile_record", "repository", "The ability to create, modify and delete a location profile record"),
+    Permission("manage_vocabulary_record", "repository", "The ability to create, modify and delete a vocabulary record"),
     Permission("delete_archival_record", "repository", "The ability to delete any archival record"),
     Permission("suppress_archival_record", "repository", "The ability to suppress the major archival record types"),
 )
-PERMISSION_CODES = frozenset(p.code for p in PERMISSIONS)
+BY_CODE = {p.code: p for p in PERMISSIONS}
+PERMISSION_CODES = frozenset(BY_CODE)
+REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "repository")
+GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
+
+_BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
+_CATALOGUING = (*_BASIC, "manage_container_record", "manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record")
+_DELETING = ("delete_archival_record", "suppress_archival_record")
+
+# Created with every repository (ArchivesSpace's repository.rb), reduced to the permissions Fonds has.
+STANDARD_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("repository-managers", "Managers of the {code} repository", tuple(sorted(REPOSITORY_CODES))),
+    ("repository-archivists", "Archivists of the {code} repository", _CATALOGUING),
+    ("repository-project-managers", "Project managers of the {code} repository", (*_CATALOGUING, *_DELETING)),
+    ("repository-advanced-data-entry", "Advanced data entry staff of the {code} repository", _CATALOGUING),
+    ("repository-basic-data-entry", "Basic data entry staff of the {code} repository", _BASIC),
+    ("repository-viewers", "Viewers of the {code} repository", ("view_repository",)),
+)
 
 
-def has_permission(user, permission: str, repo_id: int | None) -> bool:
-    """Administrators hold every permission everywhere. (Groups arrive with the auth issue.)"""
-    return bool(user is not None and user.is_admin)
+def implying(code: str) -> frozenset[str]:
+    """The permission itself and every permission that implies it."""
+    permission = BY_CODE.get(code)
+    return frozenset((code, *(permission.implied_by if permission else ())))
 
 
-def permissions_by_repository(user, repository_uris: list[str]) -> dict[str, list[str]]:
+Grants = frozenset[tuple[int, str]]  # (repository id of the granting group, permission code)
+
+
+def has_permission(grants: Grants, permission: str, repo_id: int | None) -> bool:
+    """Whether `grants` give `permission` in repository `repo_id` (None: anywhere, for global types)."""
+    wanted = implying(permission)
+    anywhere = repo_id is None or BY_CODE.get(permission, Permission("", "repository", "")).level == "global"
+    for granted_in, code in grants:
+        if code in wanted and (anywhere or granted_in in (repo_id, GLOBAL_REPO_ID)):
+            return True
+    return False
+
+
+def effective(grants: Grants, repo_id: int) -> list[str]:
+    """Every repository-level code held in `repo_id`, sorted."""
+    return sorted(code for code in REPOSITORY_CODES if has_permission(grants, code, repo_id))
+
+
+def global_codes(grants: Grants) -> list[str]:
+    return sorted({code for code in GLOBAL_CODES if has_permission(grants, code, None)} | {EDIT_USER_SELF})
+
+
+def permissions_by_repository(grants: Grants, repo_ids: Iterable[int]) -> dict[str, list[str]]:
     """The `permissions` object of the login response: repository URI -> codes, plus global ones."""
-    if not user.is_admin:
-        return {GLOBAL_KEY: []}
-    repo_codes = sorted(p.code for p in PERMISSIONS if p.level == "repository")
-    everything = sorted(PERMISSION_CODES)
-    return {**{uri: repo_codes for uri in repository_uris}, GLOBAL_KEY: everything}
+    by_repo = {f"/repositories/{repo_id}": effective(grants, repo_id) for repo_id in repo_ids}
+    return {**by_repo, GLOBAL_KEY: global_codes(grants)}
+
+
+def permission_listing(level: str) -> list[dict]:
+    """`GET /permissions?level=`: ArchivesSpace's permission records."""
+    return [
+        {"permission_code": p.code, "description": p.description, "level": p.level, "uri": f"/permissions/{n}", "jsonmodel_type": "permission"}
+        for n, p in enumerate(PERMISSIONS, start=1)
+        if level == "all" or p.level == level
+    ]

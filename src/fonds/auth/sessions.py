@@ -7,8 +7,10 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import and_, delete, insert, or_, select, update
 
+from fonds.auth.groups import grants_for
+from fonds.auth.permissions import Grants
 from fonds.config import Settings
 from fonds.errors import SessionGone
 from fonds.storage import records as store
@@ -23,7 +25,7 @@ class SessionUser:
     session_id: int
     user_id: int
     username: str
-    is_admin: bool
+    grants: Grants
 
 
 def token_hash(token: str) -> str:
@@ -46,10 +48,11 @@ def resolve_session(db: Database, settings: Settings, token: str) -> SessionUser
     sessions, users = db.tables["session"], db.tables["user"]
     with db.read() as conn:
         row = conn.execute(
-            select(sessions.c.id, sessions.c.expiring, sessions.c.last_used_at, users.c.id.label("user_id"), users.c.username, users.c.is_admin, users.c.is_active)
+            select(sessions.c.id, sessions.c.expiring, sessions.c.last_used_at, users.c.id.label("user_id"), users.c.username, users.c.is_active)
             .join(users, users.c.id == sessions.c.user_id)
             .where(sessions.c.token_hash == token_hash(token))
         ).one_or_none()
+        grants = grants_for(conn, row.user_id) if row is not None else frozenset()
     if row is None or not row.is_active:
         raise SessionGone("SESSION_GONE", "No session found for the token given")
     now = store.utcnow()
@@ -61,10 +64,27 @@ def resolve_session(db: Database, settings: Settings, token: str) -> SessionUser
     if idle > TOUCH_INTERVAL:
         with db.write() as conn:
             conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
-    return SessionUser(row.id, row.user_id, row.username, bool(row.is_admin))
+    return SessionUser(row.id, row.user_id, row.username, grants)
 
 
 def end_session(db: Database, token: str) -> bool:
     sessions = db.tables["session"]
     with db.write() as conn:
         return conn.execute(delete(sessions).where(sessions.c.token_hash == token_hash(token))).rowcount > 0
+
+
+def end_sessions_of(conn, user_ids: list[int]) -> None:
+    """Log the users out everywhere (password changed, deactivated, deleted)."""
+    sessions = conn.info["fonds_tables"]["session"]
+    conn.execute(delete(sessions).where(sessions.c.user_id.in_(user_ids)))
+
+
+def purge_expired(conn, settings: Settings) -> int:
+    """Delete sessions idle past their limit; returns how many went."""
+    sessions = conn.info["fonds_tables"]["session"]
+    now = store.utcnow()
+    expired = or_(
+        and_(sessions.c.expiring.is_(True), sessions.c.last_used_at < now - idle_limit(settings, True)),
+        sessions.c.last_used_at < now - idle_limit(settings, False),
+    )
+    return conn.execute(delete(sessions).where(expired)).rowcount

@@ -7,13 +7,14 @@ these and never branches on type names.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from fonds.errors import FieldErrors
+from fonds.errors import Denied, FieldErrors, Invalid
 
 if TYPE_CHECKING:
     import datetime
@@ -40,6 +41,8 @@ class WriteContext:
     existing_doc: dict | None = None
     stale: bool = False
     columns: dict[str, Any] = field(default_factory=dict)
+    # Request options a type understands (a group's `with_members`).
+    options: dict[str, Any] = field(default_factory=dict)
     # Who writes and when: hooks that rewrite other records too (a moved subtree) stamp them alike.
     actor: str = ""
     now: datetime.datetime | None = None
@@ -65,7 +68,12 @@ class Hooks:
         return {}
 
     def derive(self, ctx: WriteContext, doc: dict) -> None:
-        """Fill server-computed fields and `ctx.columns` before the record is stored."""
+        """Fill server-computed fields and `ctx.columns` before the record is stored; may also
+        write the type's own side tables (the row exists already, in the same transaction)."""
+
+    def after_save(self, service, ctx: WriteContext, doc: dict, actor) -> None:
+        """Checks and companion records once the row is stored (`ctx.existing` is None on create):
+        a repository's standard groups, the rule that an administrator remains."""
 
     def on_delete(self, conn: Connection, rows: list[Row], deleted: set[tuple[str, int]]) -> None:
         """Called with the rows of this type about to be deleted (all of `deleted` goes too)."""
@@ -191,6 +199,15 @@ class RepositoryHooks(Hooks):
         doc["display_string"] = f"{doc['name']} ({doc['repo_code']})"
         ctx.columns["repo_code"] = doc["repo_code"]
 
+    def after_save(self, service, ctx, doc, actor):
+        from fonds.auth.permissions import STANDARD_GROUPS
+
+        if ctx.existing is not None or doc["repo_code"] == GLOBAL_REPO_CODE:
+            return
+        for code, description, grants in STANDARD_GROUPS:
+            group = {"jsonmodel_type": "group", "group_code": code, "description": description.format(code=doc["repo_code"]), "grants_permissions": list(grants)}
+            service.create_in(ctx.conn, ctx.registry["group"], group, {}, repo_id=ctx.record_id, actor=actor)
+
 
 class TopContainerHooks(Hooks):
     def derive(self, ctx, doc):
@@ -224,10 +241,140 @@ class VocabularyHooks(Hooks):
         ctx.columns["ref_id"] = doc["ref_id"]
 
 
+USERNAME = re.compile(r"^[a-z0-9\-_. @]+$")
+# Computed at read time from group membership; never stored in a user's JSON.
+USER_READ_FIELDS = ("is_admin", "groups", "permissions")
+
+
+def normal_username(name: str) -> str | None:
+    """The stored form of a username (ArchivesSpace: trimmed, lower-cased), None if not allowed."""
+    normal = name.strip().lower()
+    return normal if USERNAME.match(normal) and "  " not in normal else None
+
+
 class UserHooks(Hooks):
+    def check(self, doc):
+        if isinstance(doc.get("username"), str) and normal_username(doc["username"]) is None:
+            return {"username": ["Invalid username: use letters, digits, '-', '_', '.', '@' and single spaces"]}
+        return {}
+
+    def can_delete(self, row) -> bool:
+        return not row.is_system
+
     def derive(self, ctx, doc):
-        doc["username"] = doc["username"].strip().lower()
+        from fonds.auth import groups
+
+        wants_admin = doc.get("is_admin")
+        for computed in USER_READ_FIELDS:
+            doc.pop(computed, None)
+        doc["username"] = normal_username(doc["username"])
         doc.setdefault("name", doc.get("title"))
-        doc.setdefault("is_admin", False)
         doc.setdefault("is_active_user", True)
-        ctx.columns.update(username=doc["username"], is_admin=doc["is_admin"], is_active=doc["is_active_user"])
+        doc["source"] = "local"
+        system = bool((ctx.existing_doc or doc).get("is_system_user"))
+        doc.pop("is_system_user", None)
+        if system:
+            doc["is_system_user"] = True
+        ctx.columns.update(username=doc["username"], is_active=doc["is_active_user"], is_system=system)
+        # On update, leaving is_admin out keeps the user's status: only an explicit value changes it.
+        if wants_admin is not None:
+            administrators = groups.administrators_group(ctx.conn)
+            change = groups.add_member if wants_admin else groups.remove_member
+            if administrators is not None and change(ctx.conn, administrators, ctx.record_id):
+                _rewrite_side_effect(ctx, "group", [administrators])
+
+    def after_save(self, service, ctx, doc, actor):
+        from fonds.auth import groups
+
+        if ctx.existing is not None:
+            groups.ensure_an_administrator_remains(ctx.conn)
+
+    def on_delete(self, conn, rows, deleted):
+        from fonds.auth import groups, sessions
+
+        ids = [row.id for row in rows]
+        groups.forget_users(conn, ids)
+        sessions.end_sessions_of(conn, ids)
+        groups.ensure_an_administrator_remains(conn)
+
+    def read_extras(self, conn, rows):
+        from fonds.auth import groups
+
+        administrators = groups.administrators_group(conn)
+        found = groups.memberships(conn, [row.id for row in rows])
+        return [
+            {
+                "is_admin": any(group_id == administrators for group_id, _ in found.get(row.id, [])),
+                "groups": [f"/repositories/{repo_id}/groups/{group_id}" for group_id, repo_id in found.get(row.id, [])],
+            }
+            for row in rows
+        ]
+
+
+def _rewrite_side_effect(ctx, type_name: str, ids) -> None:
+    """Records whose read form changed through this write get a new lock_version and a change-log row."""
+    from fonds.records.rewrite import rewrite_records
+
+    ids = [i for i in ids if (type_name, i) != (ctx.record_type.name, ctx.record_id)]
+    if ids:
+        rewrite_records(ctx.conn, ctx.registry[type_name], ids, now=ctx.now, username=ctx.actor)
+
+
+class GroupHooks(Hooks):
+    def check(self, doc):
+        from fonds.auth.permissions import PERMISSION_CODES
+
+        unknown = [code for code in doc.get("grants_permissions", []) if code not in PERMISSION_CODES]
+        return {"grants_permissions": [f"Unknown permission '{code}'" for code in unknown]} if unknown else {}
+
+    def can_delete(self, row) -> bool:
+        return not _is_administrators(row.repo_id, row.group_code_key)
+
+    def derive(self, ctx, doc):
+        from fonds.auth import groups
+        from fonds.auth.permissions import GLOBAL_CODES, GLOBAL_REPO_ID, PERMISSION_CODES
+
+        code_key = doc["group_code"].strip().lower()
+        if ctx.existing is not None and _is_administrators(ctx.repo_id, ctx.existing.group_code_key) and code_key != ctx.existing.group_code_key:
+            raise Invalid({"group_code": ["The administrators group cannot be renamed"]})
+        if _is_administrators(ctx.repo_id, code_key):
+            doc["grants_permissions"] = sorted(PERMISSION_CODES)  # it holds everything, always
+        grants = doc.setdefault("grants_permissions", [])
+        if ctx.repo_id != GLOBAL_REPO_ID and set(grants) & GLOBAL_CODES:
+            # Only groups of the global repository grant global permissions (ArchivesSpace: 403).
+            raise Denied()
+        doc.setdefault("description", "")
+        members = doc.pop("member_usernames", None) or []
+        ctx.columns["group_code_key"] = code_key
+        groups.set_grants(ctx.conn, ctx.record_id, grants)
+        if ctx.existing is None or ctx.options.get("with_members", True):
+            names = [normal_username(name) or name for name in members]
+            ids = groups.user_ids_by_username(ctx.conn, names)
+            missing = [name for name in dict.fromkeys(names) if name not in ids]
+            if missing:
+                raise Invalid({"member_usernames": [f"User {name} does not exist" for name in missing]})
+            changed = groups.set_members(ctx.conn, ctx.record_id, ids.values())
+            _rewrite_side_effect(ctx, "user", changed)
+
+    def after_save(self, service, ctx, doc, actor):
+        from fonds.auth import groups
+
+        if ctx.existing is not None and _is_administrators(ctx.repo_id, ctx.columns["group_code_key"]):
+            groups.ensure_an_administrator_remains(ctx.conn)
+
+    def on_delete(self, conn, rows, deleted):
+        from fonds.auth import groups
+
+        groups.forget_groups(conn, [row.id for row in rows])
+
+    def read_extras(self, conn, rows):
+        from fonds.auth import groups
+
+        found = groups.member_usernames(conn, [row.id for row in rows])
+        return [{"member_usernames": found.get(row.id, [])} for row in rows]
+
+
+def _is_administrators(repo_id, code_key) -> bool:
+    from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID
+
+    return repo_id == GLOBAL_REPO_ID and code_key == ADMINISTRATORS

@@ -38,6 +38,7 @@ class Permissions:
 class UniqueKey:
     columns: tuple[str, ...]
     field: str
+    # May name the clashing value as `{value}` (the last column's).
     message: str
     report_conflict: bool = False
 
@@ -82,6 +83,10 @@ class RecordType:
     hooks: hooks.Hooks = field(default_factory=hooks.Hooks)
     actions: tuple[str, ...] = ACTIONS
     list_is_plain_array: bool = False
+    # Only groups may live in the hidden global repository (its administrators group).
+    allowed_in_global_repository: bool = False
+    # ArchivesSpace's 404 message where it is not "<Model> not found".
+    missing_message: str = ""
 
     @property
     def repo_scoped(self) -> bool:
@@ -98,7 +103,7 @@ class RecordType:
         return f"/{self.path}/{record_id}"
 
     def not_found(self) -> str:
-        return f"{self.model_name} not found"
+        return self.missing_message or f"{self.model_name} not found"
 
     def table_spec(self) -> TableSpec:
         return TableSpec(
@@ -300,13 +305,28 @@ REGISTRY = Registry(
             columns=(
                 _text_column("username"),
                 _text_column("password_hash"),
-                ColumnSpec("is_admin", Boolean()),
                 ColumnSpec("is_active", Boolean()),
+                ColumnSpec("is_system", Boolean()),
             ),
-            unique_keys=(UniqueKey(("username",), "username", "Username is already in use"),),
+            unique_keys=(UniqueKey(("username",), "username", "Username '{value}' is already in use"),),
             hooks=hooks.UserHooks(),
-            # Users get their own routes with the auth issue (passwords, self-service, groups).
-            actions=(),
+            missing_message="User wasn't found",
+            # Create, read and update take passwords and check self-service rights: api/users.py.
+            actions=("list", "delete"),
+        ),
+        RecordType(
+            name="group",
+            path="groups",
+            scope=Scope.REPOSITORY,
+            model_name="Group",
+            permissions=Permissions(read="manage_repository", create="manage_repository", update="manage_repository", delete="manage_repository"),
+            minimum=(RequiredOneOf(("group_code",)),),
+            columns=(_text_column("group_code_key"),),
+            unique_keys=(UniqueKey(("repo_id", "group_code_key"), "group_code", "Group code must be unique within a repository"),),
+            hooks=hooks.GroupHooks(),
+            # Listing, reading and updating take ArchivesSpace's group_code / with_members: api/groups.py.
+            actions=("create", "delete"),
+            allowed_in_global_repository=True,
         ),
     ]
 )

@@ -26,9 +26,11 @@ MISSING_WARNING = "Property was missing"
 
 @dataclass(frozen=True)
 class Actor:
+    """Who is writing. `grants` (group id's repository, permission code) serve the auth checks."""
+
     user_id: int
     username: str
-    is_admin: bool
+    grants: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class RecordService(TreeQueries):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
+    def prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
         doc = parse_body(body)
         given = doc.get("jsonmodel_type")
         if given in (None, "") and creating:
@@ -135,7 +137,7 @@ class RecordService(TreeQueries):
         table = conn.info["fonds_tables"]["repository"]
         if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
             raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
-        if writing and repo_id == GLOBAL_REPO_ID:
+        if writing and repo_id == GLOBAL_REPO_ID and not record_type.allowed_in_global_repository:
             raise BadRequest("The global repository cannot contain archival records")
 
     def _check_unique(self, conn, record_type: RecordType, columns: dict, record_id: int) -> None:
@@ -144,7 +146,7 @@ class RecordService(TreeQueries):
             other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
             if other is not None:
                 extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
-                raise Invalid({key.field: [key.message], **extra})
+                raise Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
 
     def _save(self, conn, ctx: WriteContext, doc: dict, warnings: dict, *, links, lock_version: int, audit: dict, expect: int | None, now, op: str) -> None:
         record_type = ctx.record_type
@@ -163,44 +165,49 @@ class RecordService(TreeQueries):
         store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links)
         store.record_change(conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now)
 
-    def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor) -> dict:
-        doc, warnings, _ = self._prepare(record_type, body, creating=True)
+    def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+        doc, warnings, _ = self.prepare(record_type, body, creating=True)
         with self.db.write() as conn:
-            return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor)
+            return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor, options=options)
 
-    def create_in(self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor) -> dict:
+    def create_in(self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
         self._check_repository(conn, record_type, repo_id, writing=True)
         now = store.utcnow()
         table = conn.info["fonds_tables"][record_type.name]
         record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)
         uri = record_type.uri(record_id, repo_id)
         links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
-        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, actor=actor.username, now=now)
+        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, options=options or {}, actor=actor.username, now=now)
         stamp = store.iso(now)
         audit = dict(created=stamp, modified=stamp, create_time=stamp, system_mtime=stamp, user_mtime=stamp, created_by=actor.username, last_modified_by=actor.username)
         self._save(conn, ctx, doc, warnings, links=links, lock_version=0, audit=audit, expect=None, now=now, op="created")
+        record_type.hooks.after_save(self, ctx, doc, actor)
         return {"status": "Created", "id": record_id, "lock_version": 0, "stale": True if ctx.stale else None, "uri": uri, "warnings": warnings or []}
 
-    def update(self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor) -> dict:
-        doc, warnings, given_lock = self._prepare(record_type, body, creating=False)
+    def update(self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+        doc, warnings, given_lock = self.prepare(record_type, body, creating=False)
         with self.db.write() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
-            table = conn.info["fonds_tables"][record_type.name]
-            row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
-            if row is None:
-                raise NotFound(record_type.not_found())
-            lock_version = _lock_version(given_lock)
-            if lock_version != row.lock_version:
-                raise Conflict("The record you tried to update has been modified since you fetched it.")
-            links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
-            existing = orjson.loads(row.json)
-            uri = record_type.uri(record_id, repo_id)
-            now = store.utcnow()
-            ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, existing=row, existing_doc=existing, actor=actor.username, now=now)
-            stamp = store.iso(now)
-            audit = {k: existing.get(k) for k in ("created", "create_time", "created_by") if existing.get(k)}
-            audit.update(modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=actor.username)
-            self._save(conn, ctx, doc, warnings, links=links, lock_version=row.lock_version + 1, audit=audit, expect=row.lock_version, now=now, op="updated")
+            return self.update_in(conn, record_type, record_id, doc, warnings, given_lock, repo_id=repo_id, actor=actor, options=options)
+
+    def update_in(self, conn, record_type: RecordType, record_id: int, doc: dict, warnings: dict, given_lock, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+        self._check_repository(conn, record_type, repo_id, writing=False)
+        table = conn.info["fonds_tables"][record_type.name]
+        row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
+        if row is None:
+            raise NotFound(record_type.not_found())
+        lock_version = _lock_version(given_lock)
+        if lock_version != row.lock_version:
+            raise Conflict("The record you tried to update has been modified since you fetched it.")
+        links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
+        existing = orjson.loads(row.json)
+        uri = record_type.uri(record_id, repo_id)
+        now = store.utcnow()
+        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, existing=row, existing_doc=existing, options=options or {}, actor=actor.username, now=now)
+        stamp = store.iso(now)
+        audit = {k: existing.get(k) for k in ("created", "create_time", "created_by") if existing.get(k)}
+        audit.update(modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=actor.username)
+        self._save(conn, ctx, doc, warnings, links=links, lock_version=row.lock_version + 1, audit=audit, expect=row.lock_version, now=now, op="updated")
+        record_type.hooks.after_save(self, ctx, doc, actor)
         return {"status": "Updated", "id": record_id, "lock_version": row.lock_version + 1, "stale": True if ctx.stale else None, "uri": uri, "warnings": warnings or []}
 
     def delete(self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
@@ -261,13 +268,14 @@ class RecordService(TreeQueries):
         head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
         return head + b',"results":[' + b",".join(bodies) + b"]}"
 
-    def list_all(self, record_type: RecordType, *, repo_id: int | None, resolve: list[str], ids: list[int] | None = None) -> bytes:
-        """Every record (or those in `ids`) as a plain JSON array."""
+    def list_all(self, record_type: RecordType, *, repo_id: int | None, resolve: list[str], ids: list[int] | None = None, matching: dict | None = None) -> bytes:
+        """Every record (or those in `ids`, or whose columns equal `matching`) as a plain JSON array."""
         with self.db.read() as conn:
             self._check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             if ids is not None:
                 where.append(table.c.id.in_(ids))
+            where += [table.c[column] == value for column, value in (matching or {}).items()]
             rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
             bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
         return b"[" + b",".join(bodies) + b"]"

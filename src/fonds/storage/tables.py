@@ -102,6 +102,30 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("user_id", Integer, nullable=False, index=True),
         Column("expiring", Boolean, nullable=False),
         Column("created_at", DateTime, nullable=False),
-        Column("last_used_at", DateTime, nullable=False),
+        # Indexed for the purge of idle sessions.
+        Column("last_used_at", DateTime, nullable=False, index=True),
+    )
+    # Who belongs to which group and what each group grants: the rows every permission check
+    # reads, kept beside the groups' JSON so a check is one indexed join.
+    Table(
+        "group_member",
+        metadata,
+        Column("group_id", Integer, primary_key=True),
+        Column("user_id", Integer, primary_key=True, index=True),
+    )
+    Table(
+        "group_permission",
+        metadata,
+        Column("group_id", Integer, primary_key=True),
+        Column("permission", String(64), primary_key=True),
+    )
+    # Failed logins per username and per client address, where every worker sees them.
+    Table(
+        "login_throttle",
+        metadata,
+        Column("key", String(320), primary_key=True),
+        Column("failures", Integer, nullable=False),
+        Column("last_failure_at", DateTime, nullable=False, index=True),
+        Column("locked_until", DateTime, nullable=True),
     )
     return metadata
