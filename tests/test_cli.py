@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from fonds import __version__
+from tests.factories import ADMIN_PASSWORD
 
 PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
 START_TIMEOUT_SECONDS = 60
@@ -74,9 +75,11 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
         with httpx.Client(base_url=base, timeout=10) as http:
             assert http.get("/version").text == f"Fonds (v{__version__})"
             assert http.post("/users/admin/login", data={"password": "wrong"}).status_code == 403
-            login = http.post("/users/admin/login", data={"password": SERVE_PASSWORD})
+            # ArchivesSpace clients may send the password in the query string: it must not reach the log.
+            login = http.post("/users/admin/login", params={"password": SERVE_PASSWORD})
             assert login.status_code == 200, login.text
-            http.headers["X-Service-Session"] = login.json()["session"]
+            token = login.json()["session"]
+            http.headers["X-Service-Session"] = token
             repo = http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": "HTTP", "name": "Over HTTP"})
             assert repo.status_code == 200, repo.text
             created = http.post(f"/repositories/{repo.json()['id']}/accessions", json={"jsonmodel_type": "accession", "title": "Real", "id_0": "1"})
@@ -88,6 +91,10 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
             assert record.headers["cache-control"] == "private, must-revalidate, max-age=0"
     finally:
         stop(process)
+    log_text = log_path.read_text()
+    assert "password=[redacted]" in log_text
+    assert SERVE_PASSWORD not in log_text
+    assert token not in log_text
     if not PG_URL:
         assert (tmp_path / "serve-data" / "fonds.sqlite3").is_file()
     assert not (tmp_path / "serve-data" / "initial-admin-password").exists()
@@ -99,6 +106,50 @@ def test_serve_refuses_a_bad_setting(tmp_path):
     result = subprocess.run([sys.executable, "-m", "fonds", "serve", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "FONDS_DEFAULT_PAGE_SIZE" in result.stderr
+
+
+# -- operator commands ----------------------------------------------------------------------
+
+
+def run_cli(settings, *args, input: str | None = None):
+    """Run a `fonds` command in-process against the test's database."""
+    from typer.testing import CliRunner
+
+    from fonds.cli import cli
+
+    env = {"FONDS_DATA_DIR": str(settings.data_dir), "FONDS_DATABASE_URL": settings.effective_database_url, "FONDS_ADMIN_PASSWORD": "unused-here"}
+    return CliRunner().invoke(cli, list(args), input=input, env=env)
+
+
+def test_user_set_password_replaces_the_password_and_ends_sessions(app, api, client, settings):
+    old_session = api.token
+    result = run_cli(settings, "user", "set-password", "ADMIN", input="a-new-password\na-new-password\n")
+    assert result.exit_code == 0, result.output
+    assert "a-new-password" not in result.output
+    assert client.get("/", headers={"X-ArchivesSpace-Session": old_session}).status_code == 412
+    assert client.post("/users/admin/login", data={"password": ADMIN_PASSWORD}).status_code == 403
+    assert client.post("/users/admin/login", data={"password": "a-new-password"}).status_code == 200
+
+
+def test_user_set_password_refuses_a_short_password_and_an_unknown_user(app, settings):
+    short = run_cli(settings, "user", "set-password", "admin", input="short\nshort\n")
+    assert short.exit_code == 1
+    assert "at least 8 characters" in short.output
+    unknown = run_cli(settings, "user", "set-password", "nobody", input="long-enough-1\nlong-enough-1\n")
+    assert unknown.exit_code == 1
+    assert "nobody" in unknown.output
+
+
+def test_sessions_purge_removes_only_idle_sessions(app, client, settings):
+    from tests.auth.test_sessions import age_sessions, session_rows, token_of
+
+    idle, fresh = token_of(client), token_of(client)
+    age_sessions(app, 7200, token=idle)
+    result = run_cli(settings, "sessions", "purge")
+    assert result.exit_code == 0, result.output
+    assert "Purged 1 expired session(s)" in result.output
+    assert len(session_rows(app)) == 1
+    assert client.get("/", headers={"X-ArchivesSpace-Session": fresh}).status_code == 200
 
 
 # -- system routes ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The `fonds` command: serve, db upgrade."""
+"""The `fonds` command: serve, db upgrade, sessions purge, user set-password."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from fonds.config import SettingsError, load_settings
 cli = typer.Typer(help="Fonds: archival records backend (ArchivesSpace-compatible API).", no_args_is_help=True)
 db_cli = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 cli.add_typer(db_cli, name="db")
+sessions_cli = typer.Typer(help="Login sessions.", no_args_is_help=True)
+cli.add_typer(sessions_cli, name="sessions")
+user_cli = typer.Typer(help="User accounts.", no_args_is_help=True)
+cli.add_typer(user_cli, name="user")
 console = Console(stderr=True)
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file of settings (FONDS_* variables override it).")]
@@ -38,6 +42,7 @@ def serve(
     import uvicorn
 
     from fonds.app import open_services
+    from fonds.log_config import uvicorn_log_config
 
     settings = _settings(config)
     if config is not None:
@@ -45,7 +50,15 @@ def serve(
     # Migrate and bootstrap once here, so that workers start on a ready database.
     open_services(settings).db.dispose()
     console.print(f"Fonds listening on http://{host}:{port} (database: {settings.effective_database_url.split('://')[0]})")
-    uvicorn.run("fonds.app:app_from_environment", factory=True, host=host, port=port, workers=workers, log_level="info")
+    uvicorn.run(
+        "fonds.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        log_config=uvicorn_log_config(),
+    )
 
 
 @db_cli.command("upgrade")
@@ -61,6 +74,46 @@ def db_upgrade(config: ConfigOption = None):
     migrate.upgrade(db)
     console.print(f"Database at revision {migrate.current_revision(db)}")
     db.dispose()
+
+
+def _services(config: Path | None):
+    from fonds.app import open_services
+
+    return open_services(_settings(config))
+
+
+@sessions_cli.command("purge")
+def sessions_purge(config: ConfigOption = None):
+    """Delete idle sessions and old failed-login counters (also done at every login); for cron."""
+    from fonds.auth import throttle
+    from fonds.auth.sessions import purge_expired
+
+    services = _services(config)
+    with services.db.write() as conn:
+        sessions, counters = purge_expired(conn, services.settings), throttle.purge(conn)
+    services.db.dispose()
+    console.print(f"Purged {sessions} expired session(s) and {counters} failed-login counter(s)")
+
+
+@user_cli.command("set-password")
+def user_set_password(
+    username: Annotated[str, typer.Argument(help="The user whose password to set (e.g. admin).")],
+    config: ConfigOption = None,
+):
+    """Set a user's password (asked for twice, never echoed), end their sessions and lift any login lockout."""
+    from fonds.auth.users import reset_password
+    from fonds.errors import FondsError
+
+    services = _services(config)
+    password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    try:
+        reset_password(services.records, username, password)
+    except FondsError as exc:
+        console.print(f"[red]Refused:[/red] {exc.body()['error']}")
+        raise typer.Exit(1) from None
+    finally:
+        services.db.dispose()
+    console.print(f"Password of {username!r} changed; their sessions have ended")
 
 
 def main() -> None:

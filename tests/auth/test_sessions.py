@@ -47,13 +47,16 @@ def session_rows(app) -> list:
         return conn.execute(select(db.tables["session"])).all()
 
 
-def age_sessions(app, seconds: int) -> None:
-    """Pretend every session was last used `seconds` ago (instead of sleeping)."""
+def age_sessions(app, seconds: int, token: str | None = None) -> None:
+    """Pretend every session (or the one of `token`) was last used `seconds` ago (instead of sleeping)."""
     db = app.state.fonds.db
     sessions = db.tables["session"]
     past = datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None) - datetime.timedelta(seconds=seconds)
+    statement = update(sessions).values(last_used_at=past)
+    if token is not None:
+        statement = statement.where(sessions.c.token_hash == hashlib.sha256(token.encode()).hexdigest())
     with db.engine.begin() as conn:
-        conn.execute(update(sessions).values(last_used_at=past))
+        conn.execute(statement)
 
 
 # -- logging in ------------------------------------------------------------------------------
@@ -164,6 +167,81 @@ def test_repeated_failed_logins_are_throttled(client):
     assert "error" in throttled[0].json()
 
 
+def fail_logins(client, times: int, username: str = "admin") -> list[int]:
+    return [login(client, username, password=f"wrong-{n}").status_code for n in range(times)]
+
+
+def throttle_rows(app) -> dict:
+    db = app.state.fonds.db
+    with db.engine.connect() as conn:
+        return {row.key: row for row in conn.execute(select(db.tables["login_throttle"]))}
+
+
+def unlock_all(app) -> None:
+    """Pretend every lockout has run out (instead of sleeping)."""
+    db = app.state.fonds.db
+    with db.engine.begin() as conn:
+        conn.execute(update(db.tables["login_throttle"]).values(locked_until=None))
+
+
+def test_a_username_is_locked_after_its_allowance_even_for_the_right_password(client):
+    assert fail_logins(client, 5) == [403] * 5
+    locked = login(client)
+    assert locked.status_code == 429
+    assert int(locked.headers["Retry-After"]) >= 1
+    assert locked.json() == {"error": "Too many failed logins; try again later"}
+
+
+def test_the_lockout_doubles_with_each_further_failure(client):
+    fail_logins(client, 5)
+    first = int(login(client).headers["Retry-After"])
+    unlock_all(client.app)
+    assert fail_logins(client, 1) == [403]
+    second = int(login(client).headers["Retry-After"])
+    assert second >= 2 * first - 1 and second > first
+
+
+@pytest.mark.parametrize("settings_overrides", [{"login_lockout_max_seconds": 3}])
+def test_the_lockout_is_capped(client):
+    for _ in range(8):
+        fail_logins(client, 1)
+        unlock_all(client.app)
+    fail_logins(client, 1)
+    assert int(login(client).headers["Retry-After"]) <= 3
+
+
+def test_other_usernames_are_not_locked_by_one_users_failures(client, api):
+    fail_logins(client, 6, username="nobody-here")
+    assert login(client, "nobody-here").status_code == 429
+    assert login(client).status_code == 200
+
+
+def test_a_successful_login_clears_the_usernames_counter(client):
+    assert fail_logins(client, 4) == [403] * 4
+    assert login(client).status_code == 200
+    assert "user:admin" not in throttle_rows(client.app)
+    assert fail_logins(client, 4) == [403] * 4
+    assert login(client).status_code == 200
+
+
+@pytest.mark.parametrize("settings_overrides", [{"login_failures_per_address": 8, "login_failures_per_user": 100}])
+def test_one_address_is_locked_after_failures_across_usernames(client):
+    statuses = [login(client, f"guess{n}", password="wrong-password").status_code for n in range(8)]
+    assert statuses == [403] * 8
+    assert login(client).status_code == 429
+    # A success does not clear an address: one valid account must not buy more guesses.
+    assert any(key.startswith("addr:") for key in throttle_rows(client.app))
+
+
+def test_throttling_is_shared_by_every_worker_on_the_database(client, settings):
+    fail_logins(client, 5)
+    other_worker = create_app(settings)
+    try:
+        assert login(TestClient(other_worker, raise_server_exceptions=False)).status_code == 429
+    finally:
+        other_worker.state.fonds.db.dispose()
+
+
 # -- using a session -------------------------------------------------------------------------
 
 
@@ -186,6 +264,18 @@ def test_an_unknown_token_is_gone(client, repo):
     assert response.status_code == 412
     assert response.json()["code"] == "SESSION_GONE"
     assert "error" in response.json()
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/"), ("GET", "/version"), ("GET", "/permissions?level=all"), ("GET", "/no/such/route"), ("POST", "/logout")])
+def test_a_bad_token_is_gone_on_every_path(client, method, path):
+    response = client.request(method, path, headers={"X-ArchivesSpace-Session": "f" * 64})
+    assert response.status_code == 412
+    assert response.json()["code"] == "SESSION_GONE"
+
+
+def test_a_stale_token_does_not_stop_a_new_login(client):
+    response = client.post("/users/admin/login", data={"password": ADMIN_PASSWORD}, headers={"X-ArchivesSpace-Session": "f" * 64})
+    assert response.status_code == 200
 
 
 @pytest.mark.parametrize("settings_overrides", [{"session_expire_seconds": 1}])

@@ -173,3 +173,19 @@ def read_user(records: RecordService, user_id: int, *, only_repo: int | None = N
     with records.db.read() as conn:
         return user_document(conn, records, user_id, only_repo=only_repo)
 
+
+
+def reset_password(records: RecordService, username: str, password: str) -> None:
+    """An operator's reset (`fonds user set-password`): no session needed, lockout lifted."""
+    from fonds.auth import throttle
+    from fonds.records.hooks import normal_username
+
+    name = normal_username(username) or username
+    password_hash = checked_password_hash(records, password)
+    with records.db.write() as conn:
+        users = conn.info["fonds_tables"]["user"]
+        user_id = conn.execute(select(users.c.id).where(users.c.username == name)).scalar_one_or_none()
+        if user_id is None:
+            raise NotFound(f"No user named {name!r}")
+        _set_password(conn, user_id, password_hash)
+        throttle.record_success(conn, throttle.user_key(name))
