@@ -59,7 +59,8 @@ REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "reposito
 GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
 
 _BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
-_CATALOGUING = (*_BASIC, "manage_container_record", "manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record")
+_AUTHORITIES = ("manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record")
+_CATALOGUING = (*_BASIC, "manage_container_record", *_AUTHORITIES)
 _DELETING = ("delete_archival_record", "suppress_archival_record")
 
 # Created with every repository (ArchivesSpace's repository.rb), reduced to the permissions Fonds has.
@@ -67,7 +68,7 @@ STANDARD_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("repository-managers", "Managers of the {code} repository", tuple(sorted(REPOSITORY_CODES))),
     ("repository-archivists", "Archivists of the {code} repository", _CATALOGUING),
     ("repository-project-managers", "Project managers of the {code} repository", (*_CATALOGUING, *_DELETING)),
-    ("repository-advanced-data-entry", "Advanced data entry staff of the {code} repository", _CATALOGUING),
+    ("repository-advanced-data-entry", "Advanced data entry staff of the {code} repository", (*_BASIC, *_AUTHORITIES)),
     ("repository-basic-data-entry", "Basic data entry staff of the {code} repository", _BASIC),
     ("repository-viewers", "Viewers of the {code} repository", ("view_repository",)),
 )
