@@ -1,4 +1,4 @@
-from tests.factories import CRUD_TYPES, collection_path
+from tests.factories import CRUD_TYPES
 
 
 def test_create_then_read_returns_the_record(api, repo):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import orjson
 from sqlalchemy import select
 
 from fonds.errors import Conflict
+from fonds.records.rewrite import rewrite_records
 from fonds.storage import records as store
 
 Key = tuple[str, int]
@@ -89,13 +89,5 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
 
 def _rewrite_without(conn, record_type, record_id: int, paths: list[str], *, now, username: str, find_links) -> None:
     """Drop refs to deleted records from a surviving record; it changes, so its lock_version moves on."""
-    tables = conn.info["fonds_tables"]
-    row = store.fetch(conn, tables[record_type.name], record_id, for_update=True)
-    doc = orjson.loads(row.json)
-    _remove_paths(doc, paths)
-    lock_version = row.lock_version + 1
-    doc.update(lock_version=lock_version, modified=store.iso(now), system_mtime=store.iso(now))
-    store.store(conn, tables[record_type.name], record_id, json=orjson.dumps(doc), values={"lock_version": lock_version, "system_mtime": now})
-    store.replace_links(conn, tables, source_type=record_type.name, source_id=record_id, links=find_links(record_type, doc))
-    uri = record_type.uri(record_id, row.repo_id)
-    store.record_change(conn, tables, record_type=record_type.name, record_id=record_id, repo_id=row.repo_id, uri=uri, op="updated", now=now)
+    [doc] = rewrite_records(conn, record_type, [record_id], now=now, username=username, edit=lambda doc: _remove_paths(doc, paths))
+    store.replace_links(conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=find_links(record_type, doc))

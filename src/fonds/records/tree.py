@@ -6,17 +6,16 @@ descendant stores its `resource` (as ArchivesSpace's TreeNodes#set_root rewrites
 
 from __future__ import annotations
 
-import orjson
-from sqlalchemy import and_, bindparam, func, select, update
+from sqlalchemy import and_, func, select, update
 
 from fonds.errors import Conflict, Invalid
+from fonds.records.rewrite import batches as _batches
+from fonds.records.rewrite import rewrite_records
 from fonds.storage import records as store
 
 NODE = "archival_object"
 # The root's record type, and the field holding each node's ref to it.
 ROOT = "resource"
-# Rows per statement when a subtree moves (well under SQLite's bound-parameter limit).
-BATCH = 500
 
 
 def _group(table, resource_id, parent_id):
@@ -87,10 +86,6 @@ def place(ctx, doc: dict) -> None:
         _move_descendants(ctx, doc["ref_id"], resource_id)
 
 
-def _batches(items: list) -> list[list]:
-    return [items[start : start + BATCH] for start in range(0, len(items), BATCH)]
-
-
 def _descendants(conn, table, root_id: int) -> list:
     """(id, ref_id) of every node below `root_id`, breadth-first, locked: they are about to be rewritten."""
     found, frontier = [], [root_id]
@@ -133,38 +128,16 @@ def _move_descendants(ctx, ref_id: str, resource_id: int | None) -> None:
 
 def _set_root(ctx, table, ids: list[int], resource_id: int | None) -> None:
     """Rewrite one batch of descendants as an update would: new lock_version and stamps, one change row each."""
-    conn, tables = ctx.conn, ctx.tables
     root = {"ref": ctx.registry[ROOT].uri(resource_id, ctx.repo_id)} if resource_id is not None else None
-    stamp = store.iso(ctx.now)
-    rows = conn.execute(select(table.c.id, table.c.repo_id, table.c.lock_version, table.c.json).where(table.c.id.in_(ids))).all()
-    rewritten = []
-    for row in rows:
-        doc = orjson.loads(row.json)
+
+    def set_root(doc: dict) -> None:
         if root is None:
             doc.pop(ROOT, None)
         else:
             doc[ROOT] = root
-        doc.update(lock_version=row.lock_version + 1, modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=ctx.actor)
-        rewritten.append({"b_id": row.id, "b_json": orjson.dumps(doc), "b_lock_version": row.lock_version + 1})
-    conn.execute(
-        update(table)
-        .where(table.c.id == bindparam("b_id"))
-        .values(
-            json=bindparam("b_json"),
-            lock_version=bindparam("b_lock_version"),
-            resource_id=resource_id,
-            system_mtime=ctx.now,
-            user_mtime=ctx.now,
-            last_modified_by=ctx.actor,
-        ),
-        rewritten,
-    )
-    store.retarget_links(conn, tables, source_type=NODE, source_ids=ids, field=ROOT, target_type=ROOT, target_id=resource_id)
-    changes = [
-        {"record_type": NODE, "record_id": row.id, "repo_id": row.repo_id, "uri": ctx.record_type.uri(row.id, row.repo_id), "op": "updated", "at": ctx.now}
-        for row in rows
-    ]
-    store.record_changes(conn, tables, changes)
+
+    rewrite_records(ctx.conn, ctx.record_type, ids, now=ctx.now, username=ctx.actor, edit=set_root, columns={"resource_id": resource_id}, by_user=True)
+    store.retarget_links(ctx.conn, ctx.tables, source_type=NODE, source_ids=ids, field=ROOT, target_type=ROOT, target_id=resource_id)
 
 
 def close_gaps(conn, rows, deleted: set[tuple[str, int]]) -> None:
