@@ -46,10 +46,11 @@ class Database:
         self.metadata = metadata
         self.kind = make_url(self.url).get_backend_name()
         if self.kind == "sqlite":
-            self.engine = create_engine(self.url, pool_size=8, max_overflow=16)
+            self.engine = create_engine(self.url, pool_size=8, max_overflow=16, hide_parameters=True)
             _configure_sqlite(self.engine)
         else:
-            self.engine = create_engine(self.url, pool_size=8, max_overflow=16, pool_pre_ping=True)
+            self.engine = create_engine(self.url, pool_size=8, max_overflow=16, pool_pre_ping=True, hide_parameters=True)
+        # hide_parameters: a logged database error must not carry a password hash or token hash.
         # SQLite has one writer: queue writers of this process here instead of on the file lock.
         self._write_lock = threading.Lock() if self.kind == "sqlite" else None
         self.tables = metadata.tables
