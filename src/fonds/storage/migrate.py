@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 
 from alembic import command
@@ -18,7 +19,22 @@ def alembic_config() -> Config:
     return config
 
 
+@cache
+def _script_heads() -> frozenset[str]:
+    """The head revision(s) of the migration scripts shipped with this code (read once per process)."""
+    return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+def is_at_head(db: Database) -> bool:
+    with db.engine.connect() as conn:
+        return frozenset(MigrationContext.configure(conn).get_current_heads()) == _script_heads()
+
+
 def upgrade(db: Database) -> None:
+    # A database already at head (every start but the first) costs one query, not a load of
+    # every migration script and env.py.
+    if is_at_head(db):
+        return
     config = alembic_config()
     with db.engine.connect().execution_options(fonds_write=True) as conn:
         if db.kind == "postgresql":
