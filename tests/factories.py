@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 
 from fonds.records.registry import REGISTRY, RecordType
 
 ADMIN_PASSWORD = "test-admin-password"
+USER_PASSWORD = "user-password-1"  # what `make_user` gives a user unless told otherwise
 _counter = itertools.count(1)
 
 # Types with generated CRUD routes, for parametrised tests.
@@ -35,14 +37,18 @@ def collection_path(record_type: RecordType, repo_id: int) -> str:
 class Api:
     client: object
     token: str
+    user_id: int | None = None
+    username: str | None = None
 
     @classmethod
     def login(cls, client, username: str = "admin", password: str = ADMIN_PASSWORD) -> "Api":
         response = client.post(f"/users/{username}/login", data={"password": password})
         assert response.status_code == 200, response.text
-        token = response.json()["session"]
+        body = response.json()
+        token = body["session"]
         client.headers["X-ArchivesSpace-Session"] = token
-        return cls(client, token)
+        user = body["user"]
+        return cls(client, token, int(user["uri"].rsplit("/", 1)[1]), user["username"])
 
     def get(self, path, **kwargs):
         return self.client.get(path, **kwargs)
@@ -63,3 +69,40 @@ class Api:
 
     def create_minimal(self, record_type: RecordType, repo_id: int) -> dict:
         return self.create(collection_path(record_type, repo_id), minimal(record_type))
+
+    def group_uri(self, repo_id: int, group_code: str) -> str:
+        """The URI of the repository's group with this code (e.g. "repository-viewers")."""
+        response = self.client.get(f"/repositories/{repo_id}/groups", params={"group_code": group_code})
+        assert response.status_code == 200, response.text
+        found = response.json()
+        assert len(found) == 1, found
+        return found[0]["uri"]
+
+    def create_user(self, username: str, password: str = USER_PASSWORD, groups: list[str] = (), **fields) -> int:
+        """Create a user in the given groups (URIs); returns the user's id."""
+        body = {"jsonmodel_type": "user", "username": username, "name": username.title(), **fields}
+        response = self.client.post("/users", params={"password": password, "groups[]": list(groups)}, json=body)
+        assert response.status_code == 200, response.text
+        return response.json()["id"]
+
+    def user(self, user_id: int) -> dict:
+        response = self.client.get(f"/users/{user_id}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+def new_client(app):
+    """Another anonymous client of the same app (its own headers, so its own session)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def make_user(api: Api, username: str, password: str = USER_PASSWORD, groups: list[str] = (), **fields) -> Api:
+    """Create a user (as `api`, normally the admin) in `groups` and return an Api logged in as them.
+
+    `groups` are group URIs, or (repo_id, group_code) pairs such as (repo, "repository-viewers")."""
+    uris = [group if isinstance(group, str) else api.group_uri(*group) for group in groups]
+    api.create_user(username, password, uris, **fields)
+    return Api.login(new_client(api.client.app), username, password)

@@ -35,6 +35,10 @@ def update_user(actor: Actor = require_self_or(MANAGE), *, id: int, app: Service
     return json_response(users.update_user(app.records, id, body, password=password, actor=actor))
 
 
+def delete_user(actor: Actor = require(MANAGE), *, id: int, app: Services):
+    return json_response(users.delete_user(app.records, id, actor=actor))
+
+
 def change_password(actor: Actor = require_login(), *, id: int, app: Services, password: PasswordParam = None):
     return json_response(users.change_own_password(app.records, id, password=password, actor=actor))
 
@@ -74,6 +78,7 @@ def register(router: APIRouter) -> None:
         ("/users/current-user", current_user, "GET", LOGGED_IN, "The logged-in user, with permissions", one),
         ("/users/{id}", read_user, "GET", MANAGE, "Read a user (yourself, or with manage_users)", one),
         ("/users/{id}", update_user, "POST", MANAGE, "Update a user (yourself, or with manage_users); optional new password", record_body("user")),
+        ("/users/{id}", delete_user, "DELETE", MANAGE, "Delete a user (an administrator only with administer_system)", {}),
         ("/users/{id}/password", change_password, "POST", LOGGED_IN, "Change your own password (ends your sessions)", {}),
         ("/users/{id}/activate", activate, "GET", MANAGE, "Allow a user to log in again", one),
         ("/users/{id}/deactivate", deactivate, "GET", MANAGE, "Stop a user logging in (ends their sessions)", one),

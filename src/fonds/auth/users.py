@@ -48,6 +48,16 @@ def _is_admin(conn, user_id: int) -> bool:
     return administrators is not None and user_id in groups.member_ids(conn, administrators)
 
 
+def _check_may_manage(conn, actor: Actor, user_id: int) -> bool:
+    """Editing, deactivating or deleting an administrator's account (a new password above all)
+    is as good as being one: it needs administer_system, unless it is your own. Returns whether
+    the user is an administrator."""
+    target_is_admin = _is_admin(conn, user_id)
+    if target_is_admin and actor.user_id != user_id and not has_permission(actor.grants, "administer_system", None):
+        raise Denied()
+    return target_is_admin
+
+
 def _check_admin_change(actor: Actor, wanted, current: bool) -> None:
     if wanted is not None and bool(wanted) != current and not has_permission(actor.grants, "administer_system", None):
         raise Denied()
@@ -103,12 +113,24 @@ def update_user(records: RecordService, user_id: int, body: bytes, *, password: 
     doc, warnings, lock_version = records.prepare(user_type, body, creating=False)
     password_hash = checked_password_hash(records, password) if password is not None else None
     with records.db.write() as conn:
-        _user_row(conn, records, user_id)
-        _check_admin_change(actor, doc.get("is_admin"), _is_admin(conn, user_id))
+        row = _user_row(conn, records, user_id)
+        target_is_admin = _check_may_manage(conn, actor, user_id)
+        _check_admin_change(actor, doc.get("is_admin"), target_is_admin)
+        if row.is_system and doc.get("is_active_user") is False:
+            raise Conflict("The system administrator cannot be deactivated")
         result = records.update_in(conn, user_type, user_id, doc, warnings, lock_version, repo_id=None, actor=actor)
         if password_hash is not None:
             _set_password(conn, user_id, password_hash)
+        elif row.is_active and doc.get("is_active_user") is False:
+            end_sessions_of(conn, [user_id])  # as /deactivate does: reactivating must not revive them
     return result
+
+
+def delete_user(records: RecordService, user_id: int, *, actor: Actor) -> dict:
+    with records.db.write() as conn:
+        _user_row(conn, records, user_id)
+        _check_may_manage(conn, actor, user_id)
+        return records.delete_in(conn, records.registry["user"], user_id, repo_id=None, actor=actor)
 
 
 def change_own_password(records: RecordService, user_id: int, *, password: str | None, actor: Actor) -> dict:
@@ -124,6 +146,7 @@ def change_own_password(records: RecordService, user_id: int, *, password: str |
 def set_active(records: RecordService, user_id: int, *, active: bool, actor: Actor) -> bytes:
     with records.db.write() as conn:
         row = _user_row(conn, records, user_id)
+        _check_may_manage(conn, actor, user_id)
         if row.is_system:
             raise Conflict("The system administrator cannot be deactivated")
         if bool(row.is_active) != active:

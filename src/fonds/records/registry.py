@@ -311,8 +311,9 @@ REGISTRY = Registry(
             unique_keys=(UniqueKey(("username",), "username", "Username '{value}' is already in use"),),
             hooks=hooks.UserHooks(),
             missing_message="User wasn't found",
-            # Create, read and update take passwords and check self-service rights: api/users.py.
-            actions=("list", "delete"),
+            # Create, read, update and delete take passwords and check self-service and
+            # administrator rights: api/users.py.
+            actions=("list",),
         ),
         RecordType(
             name="group",

@@ -212,14 +212,17 @@ class RecordService(TreeQueries):
 
     def delete(self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
         with self.db.write() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
-            table = conn.info["fonds_tables"][record_type.name]
-            row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
-            if row is None:
-                raise NotFound(record_type.not_found())
-            if not record_type.hooks.can_delete(row):
-                raise Conflict(f"Record deletion failed: {record_type.uri(record_id, repo_id)} is maintained by the system")
-            deletion.delete_record(conn, self.registry, record_type, row, now=store.utcnow(), username=actor.username, find_links=self.find_links)
+            return self.delete_in(conn, record_type, record_id, repo_id=repo_id, actor=actor)
+
+    def delete_in(self, conn, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
+        self._check_repository(conn, record_type, repo_id, writing=False)
+        table = conn.info["fonds_tables"][record_type.name]
+        row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
+        if row is None:
+            raise NotFound(record_type.not_found())
+        if not record_type.hooks.can_delete(row):
+            raise Conflict(f"Record deletion failed: {record_type.uri(record_id, repo_id)} is maintained by the system")
+        deletion.delete_record(conn, self.registry, record_type, row, now=store.utcnow(), username=actor.username, find_links=self.find_links)
         return {"status": "Deleted", "id": record_id}
 
     # -- reading ---------------------------------------------------------------------------
