@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
+import warnings
+
+import orjson
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, text
 from typer.testing import CliRunner
 
 from fonds.cli import cli
@@ -15,6 +19,10 @@ from fonds.records.registry import database_metadata
 from fonds.storage import migrate
 from fonds.storage.db import Database
 from tests.records.helpers import ao_body, count_rows, instance, make_ao, make_resource, make_subject, make_top_container, read
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
 
 PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
 
@@ -164,3 +172,54 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path, settings):
             assert compare_metadata(MigrationContext.configure(conn), database_metadata()) == []
     finally:
         db.dispose()
+
+
+# -- upgrading a database made before groups existed (revision 0001) --------------------------
+
+
+def _legacy_user(conn, user_id: int, username: str, *, admin: bool, password: str) -> None:
+    from fonds.auth.passwords import hash_password
+
+    doc = {"jsonmodel_type": "user", "username": username, "name": username, "is_admin": admin, "is_active_user": True, "uri": f"/users/{user_id}", "lock_version": 0}
+    if username == "admin":
+        doc["is_system_user"] = True
+    conn.execute(
+        text(
+            'INSERT INTO "user" (id, lock_version, json, create_time, system_mtime, user_mtime, username, password_hash, is_admin, is_active) '
+            "VALUES (:id, 0, :json, :now, :now, :now, :username, :hash, :admin, :active)"
+        ),
+        {"id": user_id, "json": orjson.dumps(doc), "now": datetime.datetime(2026, 1, 1), "username": username, "hash": hash_password(password), "admin": admin, "active": True},
+    )
+
+
+def test_an_upgrade_from_0001_keeps_administrators_as_administrators(settings):
+    from alembic import command
+
+    from fonds.app import create_app
+    from tests.auth.test_sessions import login
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.effective_database_url, database_metadata())
+    config = migrate.alembic_config()
+    with db.engine.connect() as conn, conn.begin():
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        _legacy_user(conn, 1, "admin", admin=True, password="legacy-admin-pw")
+        _legacy_user(conn, 2, "curator", admin=True, password="legacy-curator-pw")
+        _legacy_user(conn, 3, "clerk", admin=False, password="legacy-clerk-pw")
+    db.dispose()
+    app = create_app(settings)
+    try:
+        client = TestClient(app, raise_server_exceptions=False)
+        for username, password, admin in (("admin", "legacy-admin-pw", True), ("curator", "legacy-curator-pw", True), ("clerk", "legacy-clerk-pw", False)):
+            response = login(client, username, password)
+            assert response.status_code == 200, response.text
+            assert response.text.count('"is_admin"') == 1  # stored legacy flag gone, computed one spliced in
+            user = response.json()["user"]
+            assert user["is_admin"] is admin
+            assert ("administer_system" in user["permissions"]["_archivesspace"]) is admin
+        assert login(client, "admin", "legacy-admin-pw").json()["user"]["is_system_user"] is True
+        token = login(client, "admin", "legacy-admin-pw").json()["session"]
+        assert client.delete("/users/1", headers={"X-ArchivesSpace-Session": token}).status_code == 409
+    finally:
+        app.state.fonds.db.dispose()
