@@ -233,6 +233,17 @@ def test_one_address_is_locked_after_failures_across_usernames(client):
     assert any(key.startswith("addr:") for key in throttle_rows(client.app))
 
 
+def test_a_session_works_on_another_worker_and_after_a_restart(client, repo, settings):
+    token = token_of(client)
+    client.app.state.fonds.db.dispose()  # the first process "stops"
+    restarted = create_app(settings)
+    try:
+        response = accessions_with(TestClient(restarted, raise_server_exceptions=False), repo, {"X-ArchivesSpace-Session": token})
+        assert response.status_code == 200, response.text
+    finally:
+        restarted.state.fonds.db.dispose()
+
+
 def test_throttling_is_shared_by_every_worker_on_the_database(client, settings):
     fail_logins(client, 5)
     other_worker = create_app(settings)
