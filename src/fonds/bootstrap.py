@@ -49,9 +49,9 @@ def _administrators_group(service: RecordService, conn) -> None:
     group_id = _create(service, conn, "group", doc, GLOBAL_REPO_ID)
     users = conn.info["fonds_tables"]["user"]
     legacy = [(row.id, orjson.loads(row.json)) for row in conn.execute(select(users.c.id, users.c.json))]
-    admins = [user_id for user_id, user in legacy if user.get("is_admin")]
     if not legacy:
         return
+    admins = [user_id for user_id, user in legacy if user.get("is_admin")]
     groups.set_members(conn, group_id, admins)
     system = [user_id for user_id, user in legacy if user.get("is_system_user")]
     conn.execute(update(users).where(users.c.id.in_(system)).values(is_system=True))

@@ -123,7 +123,7 @@ def require_self_or(permission: str):
     return Depends(check)
 
 
-def require_login() -> Actor:
+def require_login():
     def check(user: CurrentUser) -> Actor:
         if user is None:
             raise Denied()

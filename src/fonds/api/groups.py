@@ -13,6 +13,7 @@ from fonds.api.routing import add_route, json_response, record_body, record_resp
 from fonds.api.sessions import parse_bool
 from fonds.auth.permissions import permission_listing
 from fonds.errors import BadRequest, missing_parameter
+from fonds.records.hooks import group_code_key
 from fonds.records.service import Actor
 
 MANAGE = "manage_repository"
@@ -27,7 +28,7 @@ def list_groups(
     app: Services,
     group_code: Annotated[str | None, Query(description="Only the group with this code.")] = None,
 ):
-    matching = {"group_code_key": group_code.strip().lower()} if group_code else None
+    matching = {"group_code_key": group_code_key(group_code)} if group_code else None
     return json_response(app.records.list_all(app.registry["group"], repo_id=repo_id, resolve=[], matching=matching))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import orjson
 from sqlalchemy import select
 
 from fonds.auth import throttle
@@ -29,7 +28,7 @@ def login(records, *, username: str, password: str, expiring: bool, address: str
         # Logins are rare next to requests: a good moment to drop sessions nobody can use any more.
         purge_expired(conn, settings)
         token = open_session(conn, db.tables, user_id=user.id, expiring=expiring)
-        body = orjson.loads(user_document(conn, records, user.id))
+        body = user_document(conn, records, user.id)
     response = {"session": token, "user": body}
     if not expiring:
         response["expire_after_seconds"] = settings.session_nonexpiring_seconds

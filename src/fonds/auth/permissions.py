@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fonds.records.hooks import GLOBAL_REPO_ID
+
 GLOBAL_KEY = "_archivesspace"
-GLOBAL_REPO_ID = 1
 ADMINISTRATORS = "administrators"
 # Always in the global list of the login response (ArchivesSpace's user.rb#permissions).
 EDIT_USER_SELF = "edit_user_self"
@@ -74,10 +75,13 @@ STANDARD_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+# Each permission with every permission implying it (checked on every request, so computed once).
+_IMPLYING = {p.code: frozenset((p.code, *p.implied_by)) for p in PERMISSIONS}
+
+
 def implying(code: str) -> frozenset[str]:
     """The permission itself and every permission that implies it."""
-    permission = BY_CODE.get(code)
-    return frozenset((code, *(permission.implied_by if permission else ())))
+    return _IMPLYING.get(code, frozenset((code,)))
 
 
 Grants = frozenset[tuple[int, str]]  # (repository id of the granting group, permission code)
@@ -86,7 +90,7 @@ Grants = frozenset[tuple[int, str]]  # (repository id of the granting group, per
 def has_permission(grants: Grants, permission: str, repo_id: int | None) -> bool:
     """Whether `grants` give `permission` in repository `repo_id` (None: anywhere, for global types)."""
     wanted = implying(permission)
-    anywhere = repo_id is None or BY_CODE.get(permission, Permission("", "repository", "")).level == "global"
+    anywhere = repo_id is None or permission in GLOBAL_CODES
     for granted_in, code in grants:
         if code in wanted and (anywhere or granted_in in (repo_id, GLOBAL_REPO_ID)):
             return True

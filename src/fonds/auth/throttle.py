@@ -60,8 +60,7 @@ def _upsert(db, conn, key: str, now):
         index_elements=[table.c.key],
         set_={"failures": case((fresh, 1), else_=table.c.failures + 1), "last_failure_at": now},
     )
-    conn.execute(statement)
-    return conn.execute(select(table.c.failures).where(table.c.key == key)).scalar_one()
+    return conn.execute(statement.returning(table.c.failures)).scalar_one()
 
 
 def record_failure(db, settings: Settings, keys: list[str]) -> None:

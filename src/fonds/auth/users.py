@@ -143,7 +143,7 @@ def change_own_password(records: RecordService, user_id: int, *, password: str |
     return {"success": "password updated"}
 
 
-def set_active(records: RecordService, user_id: int, *, active: bool, actor: Actor) -> bytes:
+def set_active(records: RecordService, user_id: int, *, active: bool, actor: Actor) -> dict:
     with records.db.write() as conn:
         row = _user_row(conn, records, user_id)
         _check_may_manage(conn, actor, user_id)
@@ -176,14 +176,14 @@ def set_groups(records: RecordService, user_id: int, *, group_uris: list[str], r
     return {"status": "OK"}
 
 
-def user_document(conn, records: RecordService, user_id: int, *, only_repo: int | None = None) -> bytes:
+def user_document(conn, records: RecordService, user_id: int, *, only_repo: int | None = None) -> dict:
     """A user's JSON with `permissions` (as login gives it); with `only_repo`, `groups` lists only that repository's."""
     user_type = records.registry["user"]
     doc = orjson.loads(records.render(conn, user_type, [_user_row(conn, records, user_id)])[0])
     if only_repo is not None:
         doc["groups"] = [uri for uri in doc["groups"] if uri.startswith(f"/repositories/{only_repo}/")]
     doc["permissions"] = permissions_of(conn, user_id)
-    return orjson.dumps(doc)
+    return doc
 
 
 def permissions_of(conn, user_id: int) -> dict[str, list[str]]:
@@ -192,7 +192,7 @@ def permissions_of(conn, user_id: int) -> dict[str, list[str]]:
     return permissions_by_repository(groups.grants_for(conn, user_id), repo_ids)
 
 
-def read_user(records: RecordService, user_id: int, *, only_repo: int | None = None) -> bytes:
+def read_user(records: RecordService, user_id: int, *, only_repo: int | None = None) -> dict:
     with records.db.read() as conn:
         return user_document(conn, records, user_id, only_repo=only_repo)
 

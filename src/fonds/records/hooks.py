@@ -183,6 +183,8 @@ class SubjectHooks(Hooks):
 
 
 GLOBAL_REPO_CODE = "_archivesspace"
+# Created first, so always /repositories/1 (as in ArchivesSpace).
+GLOBAL_REPO_ID = 1
 
 
 class RepositoryHooks(Hooks):
@@ -320,6 +322,11 @@ def _rewrite_side_effect(ctx, type_name: str, ids) -> None:
         rewrite_records(ctx.conn, ctx.registry[type_name], ids, now=ctx.now, username=ctx.actor)
 
 
+def group_code_key(code: str) -> str:
+    """Group codes are unique per repository whatever their case (ArchivesSpace)."""
+    return code.strip().lower()
+
+
 class GroupHooks(Hooks):
     def check(self, doc):
         from fonds.auth.permissions import PERMISSION_CODES
@@ -332,9 +339,9 @@ class GroupHooks(Hooks):
 
     def derive(self, ctx, doc):
         from fonds.auth import groups
-        from fonds.auth.permissions import GLOBAL_CODES, GLOBAL_REPO_ID, PERMISSION_CODES
+        from fonds.auth.permissions import GLOBAL_CODES, PERMISSION_CODES
 
-        code_key = doc["group_code"].strip().lower()
+        code_key = group_code_key(doc["group_code"])
         if ctx.existing is not None and _is_administrators(ctx.repo_id, ctx.existing.group_code_key) and code_key != ctx.existing.group_code_key:
             raise Invalid({"group_code": ["The administrators group cannot be renamed"]})
         if _is_administrators(ctx.repo_id, code_key):
@@ -375,6 +382,6 @@ class GroupHooks(Hooks):
 
 
 def _is_administrators(repo_id, code_key) -> bool:
-    from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID
+    from fonds.auth.permissions import ADMINISTRATORS
 
     return repo_id == GLOBAL_REPO_ID and code_key == ADMINISTRATORS
