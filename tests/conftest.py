@@ -36,7 +36,6 @@ from fonds.config import load_settings
 from fonds.records.registry import database_metadata
 from fonds.storage import migrate
 from fonds.storage.db import Database, normalise_url
-
 from tests.factories import ADMIN_PASSWORD, Api
 
 PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
@@ -123,7 +122,9 @@ class MigratedSchema:
             for name in seeded:
                 conn.execute(text(f"CREATE TABLE {self.seed_schema}.{_quote(name)} AS TABLE {_quote(name)}"))
             used_sequences = conn.execute(
-                text("SELECT format('%I', sequencename), last_value FROM pg_sequences WHERE schemaname = current_schema() AND last_value IS NOT NULL")
+                text(
+                    "SELECT format('%I', sequencename), last_value FROM pg_sequences WHERE schemaname = current_schema() AND last_value IS NOT NULL"
+                )
             ).all()
         statements = [f"TRUNCATE {', '.join(map(_quote, unknown))} CASCADE"] if unknown else []
         # DELETE rather than TRUNCATE: on tables this small it is ~50x faster (TRUNCATE gives every
@@ -132,7 +133,9 @@ class MigratedSchema:
         statements += [f"INSERT INTO {_quote(name)} OVERRIDING SYSTEM VALUE TABLE {self.seed_schema}.{_quote(name)}" for name in seeded]
         # Every sequence of the schema (serial and identity columns' included) back to its start,
         # then those the migrations used back to where they left them.
-        statements.append("SELECT setval(format('%I', sequencename), start_value, false) FROM pg_sequences WHERE schemaname = current_schema()")
+        statements.append(
+            "SELECT setval(format('%I', sequencename), start_value, false) FROM pg_sequences WHERE schemaname = current_schema()"
+        )
         statements += [f"SELECT setval('{name}', {value}, true)" for name, value in used_sequences]
         self.statements = [text(statement) for statement in statements]
 

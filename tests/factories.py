@@ -41,7 +41,7 @@ class Api:
     username: str | None = None
 
     @classmethod
-    def login(cls, client, username: str = "admin", password: str = ADMIN_PASSWORD) -> "Api":
+    def login(cls, client, username: str = "admin", password: str = ADMIN_PASSWORD) -> Api:
         response = client.post(f"/users/{username}/login", data={"password": password})
         assert response.status_code == 200, response.text
         body = response.json()

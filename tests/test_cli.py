@@ -82,7 +82,9 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
             http.headers["X-Service-Session"] = token
             repo = http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": "HTTP", "name": "Over HTTP"})
             assert repo.status_code == 200, repo.text
-            created = http.post(f"/repositories/{repo.json()['id']}/accessions", json={"jsonmodel_type": "accession", "title": "Real", "id_0": "1"})
+            created = http.post(
+                f"/repositories/{repo.json()['id']}/accessions", json={"jsonmodel_type": "accession", "title": "Real", "id_0": "1"}
+            )
             assert created.status_code == 200, created.text
             record = http.get(created.json()["uri"])
             assert record.status_code == 200
@@ -103,7 +105,9 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
 def test_serve_refuses_a_bad_setting(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
     env.update(FONDS_DATA_DIR=str(tmp_path / "data"), FONDS_DEFAULT_PAGE_SIZE="many")
-    result = subprocess.run([sys.executable, "-m", "fonds", "serve", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "fonds", "serve", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     assert "FONDS_DEFAULT_PAGE_SIZE" in result.stderr
 
@@ -117,7 +121,11 @@ def run_cli(settings, *args, input: str | None = None):
 
     from fonds.cli import cli
 
-    env = {"FONDS_DATA_DIR": str(settings.data_dir), "FONDS_DATABASE_URL": settings.effective_database_url, "FONDS_ADMIN_PASSWORD": "unused-here"}
+    env = {
+        "FONDS_DATA_DIR": str(settings.data_dir),
+        "FONDS_DATABASE_URL": settings.effective_database_url,
+        "FONDS_ADMIN_PASSWORD": "unused-here",
+    }
     return CliRunner().invoke(cli, list(args), input=input, env=env)
 
 

@@ -15,7 +15,7 @@ def test_defaults_match_the_documented_ones(tmp_path):
 
 def test_environment_overrides_the_toml_file(tmp_path):
     config = tmp_path / "fonds.toml"
-    config.write_text('default_page_size = 20\nmax_page_size = 100\nstrict_validation = true\n')
+    config.write_text("default_page_size = 20\nmax_page_size = 100\nstrict_validation = true\n")
     settings = load_settings(env={"FONDS_MAX_PAGE_SIZE": "50"}, config_file=config)
     assert (settings.default_page_size, settings.max_page_size, settings.strict_validation) == (20, 50, True)
 

@@ -45,7 +45,12 @@ def _administrators_group(service: RecordService, conn) -> None:
     """Create the group holding every permission; users marked admin before groups existed join it."""
     if groups.administrators_group(conn) is not None:
         return
-    doc = {"jsonmodel_type": "group", "group_code": ADMINISTRATORS, "description": "Administrators", "grants_permissions": sorted(PERMISSION_CODES)}
+    doc = {
+        "jsonmodel_type": "group",
+        "group_code": ADMINISTRATORS,
+        "description": "Administrators",
+        "grants_permissions": sorted(PERMISSION_CODES),
+    }
     group_id = _create(service, conn, "group", doc, GLOBAL_REPO_ID)
     users = conn.info["fonds_tables"]["user"]
     legacy = [(row.id, orjson.loads(row.json)) for row in conn.execute(select(users.c.id, users.c.json))]
@@ -59,7 +64,14 @@ def _administrators_group(service: RecordService, conn) -> None:
     def strip_computed(user: dict) -> None:
         user.pop("is_admin", None)
 
-    rewrite_records(conn, service.registry["user"], [user_id for user_id, _ in legacy], now=store.utcnow(), username=SYSTEM.username, edit=strip_computed)
+    rewrite_records(
+        conn,
+        service.registry["user"],
+        [user_id for user_id, _ in legacy],
+        now=store.utcnow(),
+        username=SYSTEM.username,
+        edit=strip_computed,
+    )
 
 
 def bootstrap(service: RecordService) -> None:
@@ -69,7 +81,9 @@ def bootstrap(service: RecordService) -> None:
         if db.kind == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727275)")
         if not _exists(conn, tables["repository"], "repo_code", GLOBAL_REPO_CODE):
-            _create(service, conn, "repository", {"jsonmodel_type": "repository", "repo_code": GLOBAL_REPO_CODE, "name": "Global repository"})
+            _create(
+                service, conn, "repository", {"jsonmodel_type": "repository", "repo_code": GLOBAL_REPO_CODE, "name": "Global repository"}
+            )
         if not _exists(conn, tables["vocabulary"], "ref_id", "global"):
             _create(service, conn, "vocabulary", {"jsonmodel_type": "vocabulary", "ref_id": "global", "name": "global"})
         _administrators_group(service, conn)

@@ -21,18 +21,27 @@ def _setting(default, doc: str):
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = _setting(Path("./fonds-data"), "Directory for the embedded database, search index and generated secrets.")
-    database_url: str | None = _setting(None, "SQLAlchemy URL of the database (`sqlite:///…` or `postgresql://…`). Default: a SQLite file in the data dir.")
-    admin_password: str | None = _setting(None, "Password of the `admin` user created at first start. Unset: a random one is generated, printed once and written to `<data dir>/initial-admin-password`.")
+    database_url: str | None = _setting(
+        None, "SQLAlchemy URL of the database (`sqlite:///…` or `postgresql://…`). Default: a SQLite file in the data dir."
+    )
+    admin_password: str | None = _setting(
+        None,
+        "Password of the `admin` user created at first start. Unset: a random one is generated, printed once and written to `<data dir>/initial-admin-password`.",
+    )
     default_page_size: int = _setting(10, "Page size of listings and searches when the client gives none.")
     max_page_size: int = _setting(250, "Largest page size; larger requests are clamped to it.")
     session_expire_seconds: int = _setting(3600, "Idle seconds after which an expiring session ends.")
     session_nonexpiring_seconds: int = _setting(604800, "Idle seconds after which a session created with `expiring=false` ends.")
     max_body_bytes: int = _setting(10 * 1024 * 1024, "Largest accepted request body; larger ones get 413.")
     password_min_length: int = _setting(8, "Shortest password accepted when a user is created or a password changed.")
-    login_failures_per_user: int = _setting(5, "Failed logins for one username before further attempts are refused (429) for a while that doubles with each failure.")
+    login_failures_per_user: int = _setting(
+        5, "Failed logins for one username before further attempts are refused (429) for a while that doubles with each failure."
+    )
     login_failures_per_address: int = _setting(30, "Failed logins from one client address before it is refused (429) in the same way.")
     login_lockout_max_seconds: int = _setting(900, "Longest a username or address is locked out after repeated failed logins.")
-    strict_validation: bool = _setting(False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning.")
+    strict_validation: bool = _setting(
+        False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."
+    )
 
     @property
     def effective_database_url(self) -> str:

@@ -113,7 +113,9 @@ def _describe_validation_error(err: dict) -> tuple[str, str]:
 def _allowed_methods(request: Request) -> list[str]:
     """Every method some route serves at this path (Starlette's own Allow names only the first route's)."""
     path = request.url.path
-    methods = {m for route in request.app.router.routes if isinstance(route, Route) and route.path_regex.match(path) for m in route.methods or ()}
+    methods = {
+        m for route in request.app.router.routes if isinstance(route, Route) and route.path_regex.match(path) for m in route.methods or ()
+    }
     return sorted(methods)
 
 

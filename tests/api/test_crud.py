@@ -75,8 +75,10 @@ def test_minimal_create_answers_created(api, repo, rtype):
 
 @all_types
 def test_read_back_carries_the_envelope_and_ignores_client_values(api, repo, rtype):
-    forged = {key: "1999-01-01T00:00:00Z" for key in AUDIT_TIMES}
-    forged.update(created_by="mallory", last_modified_by="mallory", lock_version=7, uri="/elsewhere/99", repository={"ref": "/repositories/99"})
+    forged = dict.fromkeys(AUDIT_TIMES, "1999-01-01T00:00:00Z")
+    forged.update(
+        created_by="mallory", last_modified_by="mallory", lock_version=7, uri="/elsewhere/99", repository={"ref": "/repositories/99"}
+    )
     record = new_record(api, rtype, repo, **forged)
     assert all(key in record for key in ENVELOPE), sorted(record)
     assert record["jsonmodel_type"] == rtype.name
@@ -240,15 +242,19 @@ def test_empty_optional_values_are_dropped(api, repo):
 
 
 def test_unknown_properties_are_dropped_and_reported(api, repo):
-    body = {"jsonmodel_type": "accession", "title": "Letters", "id_0": "U1", "colour": "blue",
-            "dates": [{"label": "creation", "date_type": "single", "begin": "1901", "mood": "calm"}]}
+    body = {
+        "jsonmodel_type": "accession",
+        "title": "Letters",
+        "id_0": "U1",
+        "colour": "blue",
+        "dates": [{"label": "creation", "date_type": "single", "begin": "1901", "mood": "calm"}],
+    }
     response = api.post(f"/repositories/{repo}/accessions", json=body)
     assert response.status_code == 200, response.text
     assert response.json()["warnings"] == {"colour": ["Unknown property, ignored"], "dates/0/mood": ["Unknown property, ignored"]}
     record = api.get(response.json()["uri"]).json()
     assert "colour" not in record
     assert record["dates"] == [{"jsonmodel_type": "date", "label": "creation", "date_type": "single", "begin": "1901"}]
-
 
 
 @by_name(REPO_TYPES)
@@ -283,10 +289,13 @@ def test_repository_listing_hides_the_global_repository(api, repo):
     assert all(r["repo_code"] != "_archivesspace" for r in listed)
 
 
-@pytest.mark.parametrize(("path", "message"), [
-    ("/repositories/1", "Record deletion failed: /repositories/1 is maintained by the system"),
-    ("/vocabularies/1", "Record deletion failed: /vocabularies/1 is maintained by the system"),
-])
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/repositories/1", "Record deletion failed: /repositories/1 is maintained by the system"),
+        ("/vocabularies/1", "Record deletion failed: /vocabularies/1 is maintained by the system"),
+    ],
+)
 def test_system_records_cannot_be_deleted(api, path, message):
     response = api.delete(path)
     assert (response.status_code, response.json()) == (409, {"error": message})

@@ -36,18 +36,21 @@ def accession(api, accessions) -> dict:
 # -- bodies that are not a JSON object ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("body", "detail"), [
-    (b"{bad", None),
-    (b'{"title": "x",}', None),
-    (b"", "the body is empty (expected a JSON object)"),
-    (b"   \n", "the body is empty (expected a JSON object)"),
-    (b"[1, 2]", "expected a JSON object, got list"),
-    (b'"a string"', "expected a JSON object, got str"),
-    (b"42", "expected a JSON object, got int"),
-    (b"null", "expected a JSON object, got NoneType"),
-    (b"\xff\xfe{}", None),
-    (b'{"title": 1e400}', None),
-])
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b"{bad", None),
+        (b'{"title": "x",}', None),
+        (b"", "the body is empty (expected a JSON object)"),
+        (b"   \n", "the body is empty (expected a JSON object)"),
+        (b"[1, 2]", "expected a JSON object, got list"),
+        (b'"a string"', "expected a JSON object, got str"),
+        (b"42", "expected a JSON object, got int"),
+        (b"null", "expected a JSON object, got NoneType"),
+        (b"\xff\xfe{}", None),
+        (b'{"title": 1e400}', None),
+    ],
+)
 @pytest.mark.parametrize("target", ["create", "update"])
 def test_unparseable_bodies(api, accessions, accession, body, detail, target):
     path = accessions if target == "create" else accession["uri"]
@@ -78,7 +81,9 @@ def test_wrong_type_names_the_field(api, accessions):
 
 def test_nested_errors_carry_their_path(api, accessions):
     creation = {"label": "creation", "date_type": "single", "begin": "1901"}
-    assert invalid(api, accessions, dates=[creation, {"label": "creation"}]) == {"dates/1/date_type": ["Property is required but was missing"]}
+    assert invalid(api, accessions, dates=[creation, {"label": "creation"}]) == {
+        "dates/1/date_type": ["Property is required but was missing"]
+    }
     labels = invalid(api, accessions, dates=[{**creation, "label": "zzz"}])
     assert list(labels) == ["dates/0/label"]
     assert labels["dates/0/label"][0].startswith("Invalid value 'zzz'")
@@ -127,7 +132,9 @@ def test_unknown_route(api, client, path):
         assert error(caller.get(path), 404) == {"error": f"No route matches GET {path}"}
 
 
-@pytest.mark.parametrize(("method", "suffix", "allowed"), [("PUT", "", "GET, POST"), ("PATCH", "/1", "GET, POST, DELETE"), ("DELETE", "", "GET, POST")])
+@pytest.mark.parametrize(
+    ("method", "suffix", "allowed"), [("PUT", "", "GET, POST"), ("PATCH", "/1", "GET, POST, DELETE"), ("DELETE", "", "GET, POST")]
+)
 def test_wrong_method(api, accessions, accession, method, suffix, allowed):
     response = api.client.request(method, accessions + suffix, json={})
     assert error(response, 405) == {"error": f"Method {method} is not allowed on {accessions + suffix}"}
@@ -156,7 +163,9 @@ def test_integers_beyond_the_database_range(api, accessions, accession):
 
 def test_nul_characters_are_never_a_server_error(api, repo):
     # SQLite stores them; PostgreSQL cannot, and says so with a 400.
-    response = api.post(f"/repositories/{repo}/top_containers", json={"jsonmodel_type": "top_container", "indicator": "1", "barcode": "B\u00001"})
+    response = api.post(
+        f"/repositories/{repo}/top_containers", json={"jsonmodel_type": "top_container", "indicator": "1", "barcode": "B\u00001"}
+    )
     assert response.status_code in (200, 400), response.text
     if response.status_code == 400:
         assert error(response, 400) == UNSTORABLE
@@ -167,8 +176,10 @@ def test_nul_characters_are_never_a_server_error(api, repo):
 
 @pytest.mark.parametrize("header", ["X-ArchivesSpace-Session", "X-Service-Session"])
 def test_unknown_session_token_is_412(client, accessions, header):
-    for response in (client.get(accessions, params={"page": 1}, headers={header: "f" * 64}),
-                     client.post(accessions, json={"jsonmodel_type": "accession", "title": "t"}, headers={header: "nope"})):
+    for response in (
+        client.get(accessions, params={"page": 1}, headers={header: "f" * 64}),
+        client.post(accessions, json={"jsonmodel_type": "accession", "title": "t"}, headers={header: "nope"}),
+    ):
         body = error(response, 412)
         assert body["code"] == "SESSION_GONE"
         assert isinstance(body["error"], str) and body["error"]
@@ -176,7 +187,13 @@ def test_unknown_session_token_is_412(client, accessions, header):
 
 def test_successful_responses_are_marked_private(api, accessions, accession):
     created = api.post(accessions, json={"jsonmodel_type": "accession", "title": "Cached?"})
-    for response in (api.get("/"), api.get(accession["uri"]), api.get(accessions, params={"page": 1}), created, api.delete(created.json()["uri"])):
+    for response in (
+        api.get("/"),
+        api.get(accession["uri"]),
+        api.get(accessions, params={"page": 1}),
+        created,
+        api.delete(created.json()["uri"]),
+    ):
         assert response.status_code == 200
         assert response.headers["cache-control"] == CACHE_CONTROL
         assert response.headers["content-type"] == "application/json"
@@ -188,12 +205,35 @@ def test_access_denied_is_json(client, accessions):
 
 # -- fuzzing: no input reaches a 5xx -----------------------------------------------------------
 
-FUZZ_TYPES = {"accession": "accessions", "archival_object": "archival_objects", "top_container": "top_containers", "subject": None, "location_profile": None}
+FUZZ_TYPES = {
+    "accession": "accessions",
+    "archival_object": "archival_objects",
+    "top_container": "top_containers",
+    "subject": None,
+    "location_profile": None,
+}
 SCHEMAS = load_schema_files()
-SPICY = st.sampled_from(["", " ", "creation", "single", "local", "box", "/subjects/1", "/repositories/2/top_containers/1",
-                         "/repositories/1", "\u0000", "x" * 300, "2020-13-45", "1999-01-01"])
+SPICY = st.sampled_from(
+    [
+        "",
+        " ",
+        "creation",
+        "single",
+        "local",
+        "box",
+        "/subjects/1",
+        "/repositories/2/top_containers/1",
+        "/repositories/1",
+        "\u0000",
+        "x" * 300,
+        "2020-13-45",
+        "1999-01-01",
+    ]
+)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20) | SPICY
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8) | SPICY, inner, max_size=3), max_leaves=10)
+JSON = st.recursive(
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8) | SPICY, inner, max_size=3), max_leaves=10
+)
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -41,31 +41,37 @@ def test_empty_values_do_not_count(api, path):
     bad_request(api.get(path, params={"all_ids": ""}), "page", "id_set", "all_ids")
 
 
-@pytest.mark.parametrize("params", [
-    {"page": 1, "all_ids": 1},
-    {"page": 1, "id_set": "1"},
-    {"id_set": "1", "all_ids": 1},
-    {"id_set[]": "1", "all_ids": 1},
-    {"page": 1, "id_set": "1", "all_ids": 1},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"page": 1, "all_ids": 1},
+        {"page": 1, "id_set": "1"},
+        {"id_set": "1", "all_ids": 1},
+        {"id_set[]": "1", "all_ids": 1},
+        {"page": 1, "id_set": "1", "all_ids": 1},
+    ],
+)
 def test_more_than_one_mode_is_refused(api, path, params):
     errors = bad_request(api.get(path, params=params), *{name.rstrip("[]") for name in params})
     assert all(messages and "exactly one" in messages[0] for messages in errors.values())
 
 
-@pytest.mark.parametrize(("params", "name"), [
-    ({"page": 0}, "page"),
-    ({"page": -1}, "page"),
-    ({"page": "abc"}, "page"),
-    ({"page": "1.5"}, "page"),
-    ({"page": ""}, "page"),
-    ({"page": 1, "page_size": 0}, "page_size"),
-    ({"page": 1, "page_size": -1}, "page_size"),
-    ({"page": 1, "page_size": "abc"}, "page_size"),
-    ({"id_set": "1,a"}, "id_set"),
-    ({"id_set": "0"}, "id_set"),
-    ({"id_set[]": ["1", "x"]}, "id_set"),
-])
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"page": 0}, "page"),
+        ({"page": -1}, "page"),
+        ({"page": "abc"}, "page"),
+        ({"page": "1.5"}, "page"),
+        ({"page": ""}, "page"),
+        ({"page": 1, "page_size": 0}, "page_size"),
+        ({"page": 1, "page_size": -1}, "page_size"),
+        ({"page": 1, "page_size": "abc"}, "page_size"),
+        ({"id_set": "1,a"}, "id_set"),
+        ({"id_set": "0"}, "id_set"),
+        ({"id_set[]": ["1", "x"]}, "id_set"),
+    ],
+)
 def test_bad_values_are_400_naming_the_parameter(api, path, params, name):
     add_accessions(api, path, 1)
     errors = bad_request(api.get(path, params=params), name)
@@ -84,7 +90,12 @@ def test_default_page_size_is_ten(api, path):
 def test_page_size_is_honoured(api, path):
     ids = add_accessions(api, path, 7)
     page = api.get(path, params={"page": 2, "page_size": 3}).json()
-    assert {k: page[k] for k in ("first_page", "last_page", "this_page", "total")} == {"first_page": 1, "last_page": 3, "this_page": 2, "total": 7}
+    assert {k: page[k] for k in ("first_page", "last_page", "this_page", "total")} == {
+        "first_page": 1,
+        "last_page": 3,
+        "this_page": 2,
+        "total": 7,
+    }
     assert [r["uri"] for r in page["results"]] == [f"{path}/{i}" for i in ids[3:6]]
 
 

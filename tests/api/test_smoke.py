@@ -10,4 +10,12 @@ def test_create_then_read_returns_the_record(api, repo):
 
 
 def test_all_crud_types_are_covered():
-    assert {t.name for t in CRUD_TYPES} >= {"repository", "accession", "resource", "archival_object", "subject", "top_container", "location_profile"}
+    assert {t.name for t in CRUD_TYPES} >= {
+        "repository",
+        "accession",
+        "resource",
+        "archival_object",
+        "subject",
+        "top_container",
+        "location_profile",
+    }

@@ -12,7 +12,14 @@ BASIC = ["update_accession_record", "update_container_record", "update_resource_
 
 
 def group_body(code: str, grants=(), members=(), **fields) -> dict:
-    return {"jsonmodel_type": "group", "group_code": code, "description": f"The {code} group", "grants_permissions": list(grants), "member_usernames": list(members), **fields}
+    return {
+        "jsonmodel_type": "group",
+        "group_code": code,
+        "description": f"The {code} group",
+        "grants_permissions": list(grants),
+        "member_usernames": list(members),
+        **fields,
+    }
 
 
 def groups_of(api, repo_id: int) -> dict[str, dict]:

@@ -64,7 +64,9 @@ def test_the_levels_partition_all_permissions(client):
     assert codes["repository"] | codes["global"] == codes["all"]
     assert not codes["repository"] & codes["global"]
     assert len({p["uri"] for p in by_level["all"]}) == len(by_level["all"])
-    assert {"view_repository", "update_accession_record", "delete_archival_record", "manage_repository", "manage_subject_record"} <= codes["repository"]
+    assert {"view_repository", "update_accession_record", "delete_archival_record", "manage_repository", "manage_subject_record"} <= codes[
+        "repository"
+    ]
     assert {"administer_system", "manage_users", "create_repository", "update_subject_record", "delete_subject_record"} <= codes["global"]
 
 
@@ -159,7 +161,10 @@ def test_subjects_need_more_than_viewing(api, repo):
 
 def test_a_global_view_group_reads_every_repository(api, repo, repo_b):
     ids = {r: api.create(f"/repositories/{r}/accessions", accession())["uri"] for r in (repo, repo_b)}
-    group = api.create("/repositories/1/groups", {"jsonmodel_type": "group", "group_code": "readers", "description": "Read everything", "grants_permissions": ["view_repository"]})
+    group = api.create(
+        "/repositories/1/groups",
+        {"jsonmodel_type": "group", "group_code": "readers", "description": "Read everything", "grants_permissions": ["view_repository"]},
+    )
     reader = make_user(api, "reader", groups=[group["uri"]])
     for r, uri in ids.items():
         assert page(reader, f"/repositories/{r}/accessions").json()["total"] == 1
@@ -203,7 +208,8 @@ class World:
                 self.ids[(type_name, repo_id)] = api.create_minimal(REGISTRY[type_name], repo_id)["id"]
             resource = f"/repositories/{repo_id}/resources/{self.ids[('resource', repo_id)]}"
             self.ids[("archival_object", repo_id)] = api.create(
-                f"/repositories/{repo_id}/archival_objects", {"jsonmodel_type": "archival_object", "title": "Part", "resource": {"ref": resource}}
+                f"/repositories/{repo_id}/archival_objects",
+                {"jsonmodel_type": "archival_object", "title": "Part", "resource": {"ref": resource}},
             )["id"]
             self.ids[("group", repo_id)] = int(api.group_uri(repo_id, "repository-viewers").rsplit("/", 1)[1])
         for type_name in ("subject", "location_profile", "vocabulary"):
@@ -233,11 +239,13 @@ class World:
                 if record_type.name == "group":
                     body["member_usernames"] = [actor.username]
                     body["grants_permissions"] = ["view_repository", "manage_repository"]
-            if record_type is not None and record_type.name == "user" or path.endswith("/password"):
+            if (record_type is not None and record_type.name == "user") or path.endswith("/password"):
                 params["password"] = "attacker-password"
             if path == "/users/{id}/groups":
                 url = f"/users/{actor.user_id}/groups"  # put yourself in the managers
-                params.update({"repo_id": repo_id, "remove_groups": "false", "groups[]": [self.api.group_uri(repo_id, "repository-managers")]})
+                params.update(
+                    {"repo_id": repo_id, "remove_groups": "false", "groups[]": [self.api.group_uri(repo_id, "repository-managers")]}
+                )
         return actor.client.request(method, url, params=params, json=body)
 
     def _type_of(self, path: str):
@@ -258,7 +266,13 @@ class World:
         if record_type.name == "user":
             return {"jsonmodel_type": "user", "username": f"sock{secrets.token_hex(3)}", "name": "Sock puppet", "is_admin": True}
         if record_type.name == "group":
-            return {"jsonmodel_type": "group", "group_code": "mine", "description": "x", "grants_permissions": ["manage_repository"], "member_usernames": [actor.username]}
+            return {
+                "jsonmodel_type": "group",
+                "group_code": "mine",
+                "description": "x",
+                "grants_permissions": ["manage_repository"],
+                "member_usernames": [actor.username],
+            }
         if record_type.name == "archival_object":
             return {"jsonmodel_type": "archival_object", "title": "Part"}
         return minimal(record_type)
@@ -385,7 +399,9 @@ def test_no_escalation_through_groups_of_a_repository_you_do_not_manage(api, rep
         members = group["member_usernames"]
         attempts = (
             manager.post(uri, json={**group, "member_usernames": [*members, "manager"]}),
-            manager.post(f"/repositories/{repo_id}/groups", json={**mine, "member_usernames": ["manager"], "grants_permissions": ["view_repository"]}),
+            manager.post(
+                f"/repositories/{repo_id}/groups", json={**mine, "member_usernames": ["manager"], "grants_permissions": ["view_repository"]}
+            ),
             manager.delete(uri),
             manager.get(uri),
         )
@@ -393,7 +409,11 @@ def test_no_escalation_through_groups_of_a_repository_you_do_not_manage(api, rep
             assert response.status_code == 403, (uri, response.text)
             assert response.json() == ACCESS_DENIED
         assert api.get(uri).json()["member_usernames"] == members
-    assert set(manager.get("/users/current-user").json()["permissions"]) == {f"/repositories/{repo}", f"/repositories/{repo_b}", "_archivesspace"}
+    assert set(manager.get("/users/current-user").json()["permissions"]) == {
+        f"/repositories/{repo}",
+        f"/repositories/{repo_b}",
+        "_archivesspace",
+    }
     assert manager.get("/users/current-user").json()["permissions"][f"/repositories/{repo_b}"] == []
 
 
@@ -401,7 +421,13 @@ def test_no_escalation_by_granting_global_permissions_in_your_own_repository(api
     manager = make_user(api, "manager", groups=[(repo, "repository-managers")])
     create = manager.post(
         f"/repositories/{repo}/groups",
-        json={"jsonmodel_type": "group", "group_code": "root", "description": "x", "member_usernames": ["manager"], "grants_permissions": ["administer_system", "manage_users"]},
+        json={
+            "jsonmodel_type": "group",
+            "group_code": "root",
+            "description": "x",
+            "member_usernames": ["manager"],
+            "grants_permissions": ["administer_system", "manage_users"],
+        },
     )
     assert create.status_code == 403
     uri = api.group_uri(repo, "repository-managers")
@@ -428,7 +454,11 @@ def test_no_escalation_through_setting_your_own_groups(api, repo, repo_b):
         assert response.status_code == 403, params
         assert response.json() == ACCESS_DENIED
     # Groups of other repositories slipped in with your own repository's id are not applied.
-    smuggled = {"repo_id": repo, "remove_groups": "false", "groups[]": ["/repositories/1/groups/1", api.group_uri(repo_b, "repository-managers")]}
+    smuggled = {
+        "repo_id": repo,
+        "remove_groups": "false",
+        "groups[]": ["/repositories/1/groups/1", api.group_uri(repo_b, "repository-managers")],
+    }
     assert manager.post(own, params=smuggled).status_code == 200
     me = api.user(manager.user_id)
     assert me["is_admin"] is False
@@ -438,7 +468,10 @@ def test_no_escalation_through_setting_your_own_groups(api, repo, repo_b):
 
 def test_a_user_manager_cannot_make_or_take_over_an_administrator(app, api, repo):
     """manage_users without administer_system: may manage ordinary users, not administrators."""
-    user_managers = api.create("/repositories/1/groups", {"jsonmodel_type": "group", "group_code": "user-managers", "description": "x", "grants_permissions": ["manage_users"]})
+    user_managers = api.create(
+        "/repositories/1/groups",
+        {"jsonmodel_type": "group", "group_code": "user-managers", "description": "x", "grants_permissions": ["manage_users"]},
+    )
     keeper = make_user(api, "keeper", groups=[user_managers["uri"]])
     plain = api.create_user("plain")
     # Ordinary users: yes.
@@ -458,7 +491,10 @@ def test_a_user_manager_cannot_make_or_take_over_an_administrator(app, api, repo
 
 
 def test_a_user_manager_cannot_deactivate_or_delete_an_administrator(app, api):
-    user_managers = api.create("/repositories/1/groups", {"jsonmodel_type": "group", "group_code": "user-managers", "description": "x", "grants_permissions": ["manage_users"]})
+    user_managers = api.create(
+        "/repositories/1/groups",
+        {"jsonmodel_type": "group", "group_code": "user-managers", "description": "x", "grants_permissions": ["manage_users"]},
+    )
     keeper = make_user(api, "keeper", groups=[user_managers["uri"]])
     boss = api.create_user("boss", is_admin=True)
     assert keeper.get(f"/users/{boss}/deactivate").status_code == 403
@@ -533,8 +569,30 @@ def test_a_bad_token_is_412_on_every_path(app, api, repo, kind):
 # -- injection -------------------------------------------------------------------------------
 
 
-INJECTED_USERNAMES = ["admin' OR '1'='1", 'admin"--', "admin'--", "admin; DROP TABLE user", "admin%", "admin_", "*", "%", "admin\\", '{"$ne": null}']
-INJECTED_PASSWORDS = ["' OR '1'='1", '" OR ""="', "admin' --", "'; DROP TABLE user; --", "\\", '{"$ne": null}', "%s%s%n", "😀\u202eﷺ", " " + ADMIN_PASSWORD, ADMIN_PASSWORD.upper()]
+INJECTED_USERNAMES = [
+    "admin' OR '1'='1",
+    'admin"--',
+    "admin'--",
+    "admin; DROP TABLE user",
+    "admin%",
+    "admin_",
+    "*",
+    "%",
+    "admin\\",
+    '{"$ne": null}',
+]
+INJECTED_PASSWORDS = [
+    "' OR '1'='1",
+    '" OR ""="',
+    "admin' --",
+    "'; DROP TABLE user; --",
+    "\\",
+    '{"$ne": null}',
+    "%s%s%n",
+    "😀\u202eﷺ",
+    " " + ADMIN_PASSWORD,
+    ADMIN_PASSWORD.upper(),
+]
 
 
 def _users_table_intact(app, api, expected: list[str]) -> None:
@@ -552,16 +610,21 @@ def test_injection_in_login_is_harmless(app, api):
         for password in ("x", ADMIN_PASSWORD):
             response = client.post(f"/users/{username}/login", data={"password": password})
             # Refused as a malformed name (400) or as a failed login (403, e.g. "admin_": no LIKE matching).
-            assert (response.status_code, response.json()) in ((400, {"error": "Invalid username"}), (403, LOGIN_FAILED)), (username, response.text)
+            assert (response.status_code, response.json()) in ((400, {"error": "Invalid username"}), (403, LOGIN_FAILED)), (
+                username,
+                response.text,
+            )
     for password in INJECTED_PASSWORDS:
         for form in (True, False):
-            response = client.post("/users/admin/login", **({"data": {"password": password}} if form else {"params": {"password": password}}))
+            response = client.post(
+                "/users/admin/login", **({"data": {"password": password}} if form else {"params": {"password": password}})
+            )
             assert response.status_code == 403, (password, response.text)
             assert response.json() == LOGIN_FAILED
     _users_table_intact(app, api, ["admin"])
 
 
-WEIRD_PASSWORDS = ["p'\"; DROP TABLE user; --", "\\'\\\"%_*?", "Grüße, Ωμέγα ✓", "😀\u202eﷺ\u200b𝔭𝔞𝔰𝔰", "{\"$gt\": \"\"}"]
+WEIRD_PASSWORDS = ["p'\"; DROP TABLE user; --", "\\'\\\"%_*?", "Grüße, Ωμέγα ✓", "😀\u202eﷺ\u200b𝔭𝔞𝔰𝔰", '{"$gt": ""}']
 
 
 @pytest.mark.parametrize("password", WEIRD_PASSWORDS)
@@ -648,7 +711,18 @@ def test_no_log_line_carries_a_token_a_password_or_a_hash(app, api, caplog):
     # client's log, not the server's, so it is left out.
     server_lines = "\n".join(record.getMessage() for record in caplog.records if not record.name.startswith(("httpx", "httpcore")))
     server_lines += "\n".join(str(record.args) for record in caplog.records if not record.name.startswith(("httpx", "httpcore")))
-    for secret in (jdoe.token, api.token, "first-secret-pw", "wrong-secret-pw", "second-secret-pw", "third-secret-pw", "tiny", ADMIN_PASSWORD, "$argon2", "argon2id"):
+    for secret in (
+        jdoe.token,
+        api.token,
+        "first-secret-pw",
+        "wrong-secret-pw",
+        "second-secret-pw",
+        "third-secret-pw",
+        "tiny",
+        ADMIN_PASSWORD,
+        "$argon2",
+        "argon2id",
+    ):
         assert secret not in server_lines, secret
 
 
@@ -683,7 +757,11 @@ def _set_locks(app, seconds: int | None) -> None:
     counts stay."""
     db = app.state.fonds.db
     table = db.tables["login_throttle"]
-    until = None if seconds is None else datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None) + datetime.timedelta(seconds=seconds)
+    until = (
+        None
+        if seconds is None
+        else datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None) + datetime.timedelta(seconds=seconds)
+    )
     with db.engine.begin() as conn:
         conn.execute(update(table).where(table.c.locked_until.is_not(None)).values(locked_until=until))
 
@@ -724,7 +802,10 @@ def test_failed_logins_lock_the_username(app, api):
 def test_a_lock_applies_to_the_username_however_it_is_written(app, api):
     api.create_user("jdoe")
     client = new_client(app)
-    statuses = [client.post(f"/users/{name}/login", data={"password": f"wrong-{n}"}).status_code for n, name in enumerate(["jdoe", "JDOE", "JDoe", " jdoe", "jDoe"])]
+    statuses = [
+        client.post(f"/users/{name}/login", data={"password": f"wrong-{n}"}).status_code
+        for n, name in enumerate(["jdoe", "JDOE", "JDoe", " jdoe", "jDoe"])
+    ]
     assert statuses == [403] * 5
     assert _fail_until_locked(client, "Jdoe")[-1] == 429
 

@@ -277,7 +277,10 @@ def test_an_unknown_token_is_gone(client, repo):
     assert "error" in response.json()
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", "/"), ("GET", "/version"), ("GET", "/permissions?level=all"), ("GET", "/no/such/route"), ("POST", "/logout")])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/"), ("GET", "/version"), ("GET", "/permissions?level=all"), ("GET", "/no/such/route"), ("POST", "/logout")],
+)
 def test_a_bad_token_is_gone_on_every_path(client, method, path):
     response = client.request(method, path, headers={"X-ArchivesSpace-Session": "f" * 64})
     assert response.status_code == 412

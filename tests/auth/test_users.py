@@ -34,7 +34,13 @@ def usernames(api) -> list[str]:
 
 def global_group(api, code: str, grants: list[str], members: list[str] = ()) -> str:
     """A group of the global repository (/repositories/1); returns its URI."""
-    body = {"jsonmodel_type": "group", "group_code": code, "description": code, "grants_permissions": grants, "member_usernames": list(members)}
+    body = {
+        "jsonmodel_type": "group",
+        "group_code": code,
+        "description": code,
+        "grants_permissions": grants,
+        "member_usernames": list(members),
+    }
     return api.create("/repositories/1/groups", body)["uri"]
 
 
@@ -178,7 +184,9 @@ def test_adding_a_new_user_to_a_group_needs_manage_repository_in_its_repository(
     user_managers = global_group(api, "user-managers", ["manage_users"])
     user_manager = make_user(api, "usermgr", groups=[user_managers, (repo, "repository-managers")])
     assert create(user_manager, "mine", groups=[api.group_uri(repo, "repository-viewers")]).status_code == 200
-    response = create(user_manager, "theirs", groups=[api.group_uri(repo, "repository-viewers"), api.group_uri(repo_b, "repository-viewers")])
+    response = create(
+        user_manager, "theirs", groups=[api.group_uri(repo, "repository-viewers"), api.group_uri(repo_b, "repository-viewers")]
+    )
     assert response.status_code == 403
     assert response.json() == ACCESS_DENIED
     assert "theirs" not in usernames(api)
@@ -265,7 +273,12 @@ def test_current_user(client, api, repo):
     user = response.json()
     assert user["username"] == "me"
     assert user["uri"] == f"/users/{me.user_id}"
-    assert user["permissions"][f"/repositories/{repo}"] == ["update_accession_record", "update_container_record", "update_resource_record", "view_repository"]
+    assert user["permissions"][f"/repositories/{repo}"] == [
+        "update_accession_record",
+        "update_container_record",
+        "update_resource_record",
+        "view_repository",
+    ]
     assert_no_secrets(response.text)
     anonymous = client.get("/users/current-user")
     assert anonymous.status_code == 403
@@ -312,9 +325,13 @@ def test_login_permissions_include_implied_codes(app, api, repo):
     api.create_user("jdoe", groups=[api.group_uri(repo, "repository-archivists")])
     permissions = login(app, "jdoe", USER_PASSWORD).json()["user"]["permissions"]
     assert "manage_subject_record" in permissions[f"/repositories/{repo}"]
-    assert {"update_subject_record", "delete_subject_record", "update_location_profile_record", "update_vocabulary_record", "edit_user_self"} <= set(
-        permissions["_archivesspace"]
-    )
+    assert {
+        "update_subject_record",
+        "delete_subject_record",
+        "update_location_profile_record",
+        "update_vocabulary_record",
+        "edit_user_self",
+    } <= set(permissions["_archivesspace"])
     assert "manage_users" not in permissions["_archivesspace"]
 
 
@@ -603,7 +620,10 @@ def test_set_a_users_groups_in_one_repository(api, repo, repo_b):
 def test_groups_of_other_repositories_are_not_applied(api, repo, repo_b):
     user_id = api.create_user("jdoe")
     other = api.group_uri(repo_b, "repository-managers")
-    response = api.post(f"/users/{user_id}/groups", params={"groups[]": [other, api.group_uri(repo, "repository-viewers")], "remove_groups": "false", "repo_id": repo})
+    response = api.post(
+        f"/users/{user_id}/groups",
+        params={"groups[]": [other, api.group_uri(repo, "repository-viewers")], "remove_groups": "false", "repo_id": repo},
+    )
     assert response.status_code == 200
     assert api.user(user_id)["groups"] == [api.group_uri(repo, "repository-viewers")]
     assert api.get(other).json()["member_usernames"] == []
@@ -622,9 +642,15 @@ def test_setting_groups_needs_repo_id_and_remove_groups(api, repo, params):
 def test_a_repository_manager_sets_groups_in_their_repository_only(api, repo, repo_b):
     manager = make_user(api, "manager", groups=[(repo, "repository-managers")])
     user_id = api.create_user("jdoe")
-    ok = manager.post(f"/users/{user_id}/groups", params={"groups[]": [api.group_uri(repo, "repository-viewers")], "remove_groups": "false", "repo_id": repo})
+    ok = manager.post(
+        f"/users/{user_id}/groups",
+        params={"groups[]": [api.group_uri(repo, "repository-viewers")], "remove_groups": "false", "repo_id": repo},
+    )
     assert ok.status_code == 200, ok.text
-    denied = manager.post(f"/users/{user_id}/groups", params={"groups[]": [api.group_uri(repo_b, "repository-viewers")], "remove_groups": "false", "repo_id": repo_b})
+    denied = manager.post(
+        f"/users/{user_id}/groups",
+        params={"groups[]": [api.group_uri(repo_b, "repository-viewers")], "remove_groups": "false", "repo_id": repo_b},
+    )
     assert denied.status_code == 403
     assert denied.json() == ACCESS_DENIED
     assert api.user(user_id)["groups"] == [api.group_uri(repo, "repository-viewers")]

@@ -244,7 +244,11 @@ def test_parent_without_resource_takes_the_parents_resource(api, repo):
     [
         ("Letters", [date(date_type="inclusive", begin="1927", end="1929")], "Letters, 1927 - 1929"),
         (None, [date(date_type="single", expression="circa 1900")], "circa 1900"),
-        (None, [date(date_type="inclusive", begin="1927", end="1929"), date(date_type="bulk", expression="1928")], "1927 - 1929, bulk: 1928"),
+        (
+            None,
+            [date(date_type="inclusive", begin="1927", end="1929"), date(date_type="bulk", expression="1928")],
+            "1927 - 1929, bulk: 1928",
+        ),
         ("Letters", [], "Letters"),
         ("Diary", [date(date_type="single", begin="1901")], "Diary, 1901"),
     ],

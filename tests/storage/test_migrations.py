@@ -8,7 +8,6 @@ import os
 import warnings
 
 import orjson
-
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
@@ -79,7 +78,11 @@ def test_create_update_delete_each_write_one_change_row(app, api, repo):
     assert api.post(uri, json=record).status_code == 200
     assert api.delete(uri).status_code == 200
     accession_id = record_id(uri)
-    assert changes_since(app, start) == [("accession", accession_id, "created"), ("accession", accession_id, "updated"), ("accession", accession_id, "deleted")]
+    assert changes_since(app, start) == [
+        ("accession", accession_id, "created"),
+        ("accession", accession_id, "updated"),
+        ("accession", accession_id, "deleted"),
+    ]
 
 
 def test_change_rows_carry_uri_repository_and_time(app, api, repo):
@@ -101,7 +104,11 @@ def test_cascaded_deletes_are_each_logged(app, api, repo):
     assert api.delete(resource).status_code == 200
     logged = changes_since(app, start)
     assert sorted(logged) == sorted(
-        [("resource", record_id(resource), "deleted"), ("archival_object", record_id(top), "deleted"), ("archival_object", record_id(child), "deleted")]
+        [
+            ("resource", record_id(resource), "deleted"),
+            ("archival_object", record_id(top), "deleted"),
+            ("archival_object", record_id(child), "deleted"),
+        ]
     )
 
 
@@ -180,7 +187,15 @@ def test_db_upgrade_on_a_fresh_data_dir(tmp_path, settings):
 def _legacy_user(conn, user_id: int, username: str, *, admin: bool, password: str) -> None:
     from fonds.auth.passwords import hash_password
 
-    doc = {"jsonmodel_type": "user", "username": username, "name": username, "is_admin": admin, "is_active_user": True, "uri": f"/users/{user_id}", "lock_version": 0}
+    doc = {
+        "jsonmodel_type": "user",
+        "username": username,
+        "name": username,
+        "is_admin": admin,
+        "is_active_user": True,
+        "uri": f"/users/{user_id}",
+        "lock_version": 0,
+    }
     if username == "admin":
         doc["is_system_user"] = True
     conn.execute(
@@ -188,7 +203,15 @@ def _legacy_user(conn, user_id: int, username: str, *, admin: bool, password: st
             'INSERT INTO "user" (id, lock_version, json, create_time, system_mtime, user_mtime, username, password_hash, is_admin, is_active) '
             "VALUES (:id, 0, :json, :now, :now, :now, :username, :hash, :admin, :active)"
         ),
-        {"id": user_id, "json": orjson.dumps(doc), "now": datetime.datetime(2026, 1, 1), "username": username, "hash": hash_password(password), "admin": admin, "active": True},
+        {
+            "id": user_id,
+            "json": orjson.dumps(doc),
+            "now": datetime.datetime(2026, 1, 1),
+            "username": username,
+            "hash": hash_password(password),
+            "admin": admin,
+            "active": True,
+        },
     )
 
 
@@ -211,7 +234,11 @@ def test_an_upgrade_from_0001_keeps_administrators_as_administrators(settings):
     app = create_app(settings)
     try:
         client = TestClient(app, raise_server_exceptions=False)
-        for username, password, admin in (("admin", "legacy-admin-pw", True), ("curator", "legacy-curator-pw", True), ("clerk", "legacy-clerk-pw", False)):
+        for username, password, admin in (
+            ("admin", "legacy-admin-pw", True),
+            ("curator", "legacy-curator-pw", True),
+            ("clerk", "legacy-clerk-pw", False),
+        ):
             response = login(client, username, password)
             assert response.status_code == 200, response.text
             assert response.text.count('"is_admin"') == 1  # stored legacy flag gone, computed one spliced in

@@ -55,7 +55,14 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": record_response(name, many=True)}),
         "create": (base, create_record, "POST", perms.create, f"Create a {name}", {**record_body(name), "responses": WRITE_RESULT}),
         "read": (item, read_record, "GET", perms.read, f"Read a {name}", {"responses": record_response(name)}),
-        "update": (item, update_record, "POST", perms.update, f"Update a {name} (whole record, current lock_version)", {**record_body(name), "responses": WRITE_RESULT}),
+        "update": (
+            item,
+            update_record,
+            "POST",
+            perms.update,
+            f"Update a {name} (whole record, current lock_version)",
+            {**record_body(name), "responses": WRITE_RESULT},
+        ),
         "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {}),
     }
     for action in record_type.actions:

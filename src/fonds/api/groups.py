@@ -57,7 +57,42 @@ def list_permissions(level: Annotated[str | None, Query(description="repository,
 def register(router: APIRouter) -> None:
     tags = ["group"]
     base, item = "/repositories/{repo_id}/groups", "/repositories/{repo_id}/groups/{id}"
-    add_route(router, base, list_groups, methods=["GET"], permission=MANAGE, summary="The repository's groups", tags=tags, openapi_extra={"responses": record_response("group", many=True)})
-    add_route(router, item, read_group, methods=["GET"], permission=MANAGE, summary="Read a group", tags=tags, openapi_extra={"responses": record_response("group")})
-    add_route(router, item, update_group, methods=["POST"], permission=MANAGE, summary="Update a group (whole record, current lock_version)", tags=tags, openapi_extra=record_body("group"))
-    add_route(router, "/permissions", list_permissions, methods=["GET"], permission=PUBLIC, summary="Permission codes and levels", tags=["permission"])
+    add_route(
+        router,
+        base,
+        list_groups,
+        methods=["GET"],
+        permission=MANAGE,
+        summary="The repository's groups",
+        tags=tags,
+        openapi_extra={"responses": record_response("group", many=True)},
+    )
+    add_route(
+        router,
+        item,
+        read_group,
+        methods=["GET"],
+        permission=MANAGE,
+        summary="Read a group",
+        tags=tags,
+        openapi_extra={"responses": record_response("group")},
+    )
+    add_route(
+        router,
+        item,
+        update_group,
+        methods=["POST"],
+        permission=MANAGE,
+        summary="Update a group (whole record, current lock_version)",
+        tags=tags,
+        openapi_extra=record_body("group"),
+    )
+    add_route(
+        router,
+        "/permissions",
+        list_permissions,
+        methods=["GET"],
+        permission=PUBLIC,
+        summary="Permission codes and levels",
+        tags=["permission"],
+    )

@@ -56,7 +56,13 @@ def enumerations():
                 "values": enum["values"],
                 "readonly_values": enum["readonly"],
                 "enumeration_values": [
-                    {"jsonmodel_type": "enumeration_value", "value": value, "position": position, "suppressed": False, "readonly": value in enum["readonly"]}
+                    {
+                        "jsonmodel_type": "enumeration_value",
+                        "value": value,
+                        "position": position,
+                        "suppressed": False,
+                        "readonly": value in enum["readonly"],
+                    }
                     for position, value in enumerate(enum["values"])
                 ],
             }
@@ -75,4 +81,6 @@ def register(router: APIRouter) -> None:
     add_route(router, "/schemas", schemas, methods=["GET"], permission=PUBLIC, summary="Every record schema", tags=tags)
     add_route(router, "/schemas/{name}", schema, methods=["GET"], permission=PUBLIC, summary="One record schema", tags=tags)
     add_route(router, "/config/enumerations", enumerations, methods=["GET"], permission=PUBLIC, summary="Controlled value lists", tags=tags)
-    add_route(router, "/docs", docs_page, methods=["GET"], permission=PUBLIC, summary="API documentation page", include_in_schema=False, tags=tags)
+    add_route(
+        router, "/docs", docs_page, methods=["GET"], permission=PUBLIC, summary="API documentation page", include_in_schema=False, tags=tags
+    )

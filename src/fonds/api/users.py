@@ -77,13 +77,27 @@ def register(router: APIRouter) -> None:
         ("/users", create_user, "POST", MANAGE, "Create a user (password as a query parameter)", {**record_body("user")}),
         ("/users/current-user", current_user, "GET", LOGGED_IN, "The logged-in user, with permissions", one),
         ("/users/{id}", read_user, "GET", MANAGE, "Read a user (yourself, or with manage_users)", one),
-        ("/users/{id}", update_user, "POST", MANAGE, "Update a user (yourself, or with manage_users); optional new password", record_body("user")),
+        (
+            "/users/{id}",
+            update_user,
+            "POST",
+            MANAGE,
+            "Update a user (yourself, or with manage_users); optional new password",
+            record_body("user"),
+        ),
         ("/users/{id}", delete_user, "DELETE", MANAGE, "Delete a user (an administrator only with administer_system)", {}),
         ("/users/{id}/password", change_password, "POST", LOGGED_IN, "Change your own password (ends your sessions)", {}),
         ("/users/{id}/activate", activate, "GET", MANAGE, "Allow a user to log in again", one),
         ("/users/{id}/deactivate", deactivate, "GET", MANAGE, "Stop a user logging in (ends their sessions)", one),
         ("/users/{id}/groups", set_groups, "POST", "manage_repository", "Set a user's groups in one repository", {}),
-        ("/repositories/{repo_id}/users/{id}", read_repository_user, "GET", "manage_repository", "A user with this repository's groups", one),
+        (
+            "/repositories/{repo_id}/users/{id}",
+            read_repository_user,
+            "GET",
+            "manage_repository",
+            "A user with this repository's groups",
+            one,
+        ),
     ]
     for path, endpoint, method, permission, summary, extra in routes:
         add_route(router, path, endpoint, methods=[method], permission=permission, summary=summary, tags=tags, openapi_extra=extra)

@@ -23,7 +23,9 @@ def grants_for(conn, user_id: int) -> Grants:
     groups, members, permissions, _ = _tables(conn)
     rows = conn.execute(
         select(groups.c.repo_id, permissions.c.permission)
-        .select_from(members.join(groups, groups.c.id == members.c.group_id).join(permissions, permissions.c.group_id == members.c.group_id))
+        .select_from(
+            members.join(groups, groups.c.id == members.c.group_id).join(permissions, permissions.c.group_id == members.c.group_id)
+        )
         .where(members.c.user_id == user_id)
     ).all()
     return frozenset((row.repo_id, row.permission) for row in rows)
@@ -31,7 +33,9 @@ def grants_for(conn, user_id: int) -> Grants:
 
 def administrators_group(conn) -> int | None:
     groups = _tables(conn)[0]
-    return conn.execute(select(groups.c.id).where(groups.c.repo_id == GLOBAL_REPO_ID, groups.c.group_code_key == ADMINISTRATORS)).scalar_one_or_none()
+    return conn.execute(
+        select(groups.c.id).where(groups.c.repo_id == GLOBAL_REPO_ID, groups.c.group_code_key == ADMINISTRATORS)
+    ).scalar_one_or_none()
 
 
 def set_grants(conn, group_id: int, codes: Iterable[str]) -> None:
@@ -93,7 +97,10 @@ def member_usernames(conn, group_ids: list[int]) -> dict[int, list[str]]:
     _, members, _, users = _tables(conn)
     found: dict[int, list[str]] = defaultdict(list)
     rows = conn.execute(
-        select(members.c.group_id, users.c.username).join(users, users.c.id == members.c.user_id).where(members.c.group_id.in_(group_ids)).order_by(users.c.username)
+        select(members.c.group_id, users.c.username)
+        .join(users, users.c.id == members.c.user_id)
+        .where(members.c.group_id.in_(group_ids))
+        .order_by(users.c.username)
     )
     for row in rows:
         found[row.group_id].append(row.username)
@@ -107,7 +114,12 @@ def memberships(conn, user_ids: list[int], repo_id: int | None = None) -> dict[i
     if repo_id is not None:
         where.append(groups.c.repo_id == repo_id)
     found: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    rows = conn.execute(select(members.c.user_id, groups.c.id, groups.c.repo_id).join(groups, groups.c.id == members.c.group_id).where(*where).order_by(groups.c.id))
+    rows = conn.execute(
+        select(members.c.user_id, groups.c.id, groups.c.repo_id)
+        .join(groups, groups.c.id == members.c.group_id)
+        .where(*where)
+        .order_by(groups.c.id)
+    )
     for row in rows:
         found[row.user_id].append((row.id, row.repo_id))
     return found
@@ -120,7 +132,9 @@ def ensure_an_administrator_remains(conn) -> None:
         return
     _, members, _, users = _tables(conn)
     active = conn.execute(
-        select(func.count()).select_from(members.join(users, and_(users.c.id == members.c.user_id, users.c.is_active.is_(True)))).where(members.c.group_id == group_id)
+        select(func.count())
+        .select_from(members.join(users, and_(users.c.id == members.c.user_id, users.c.is_active.is_(True))))
+        .where(members.c.group_id == group_id)
     ).scalar_one()
     if active == 0:
         raise Conflict("At least one active administrator must remain")

@@ -33,7 +33,9 @@ PERMISSIONS = (
     Permission("create_repository", "global", "The ability to create new repositories"),
     Permission("delete_repository", "global", "The ability to delete a repository"),
     Permission("view_all_records", "global", "The ability to view any record in the system"),
-    Permission("update_subject_record", "global", "The ability to create and modify subject records", implied_by=("manage_subject_record",)),
+    Permission(
+        "update_subject_record", "global", "The ability to create and modify subject records", implied_by=("manage_subject_record",)
+    ),
     Permission("delete_subject_record", "global", "The ability to delete subject records", implied_by=("manage_subject_record",)),
     Permission(
         "update_location_profile_record",
@@ -41,7 +43,12 @@ PERMISSIONS = (
         "The ability to create and modify location profile records",
         implied_by=("manage_location_profile_record",),
     ),
-    Permission("update_vocabulary_record", "global", "The ability to create and modify vocabulary records", implied_by=("manage_vocabulary_record",)),
+    Permission(
+        "update_vocabulary_record",
+        "global",
+        "The ability to create and modify vocabulary records",
+        implied_by=("manage_vocabulary_record",),
+    ),
     Permission("manage_repository", "repository", "The ability to manage a given repository"),
     Permission("view_repository", "repository", "The ability to view a given repository"),
     Permission("update_accession_record", "repository", "The ability to create and modify accessions records"),
@@ -115,7 +122,13 @@ def permissions_by_repository(grants: Grants, repo_ids: Iterable[int]) -> dict[s
 def permission_listing(level: str) -> list[dict]:
     """`GET /permissions?level=`: ArchivesSpace's permission records."""
     return [
-        {"permission_code": p.code, "description": p.description, "level": p.level, "uri": f"/permissions/{n}", "jsonmodel_type": "permission"}
+        {
+            "permission_code": p.code,
+            "description": p.description,
+            "level": p.level,
+            "uri": f"/permissions/{n}",
+            "jsonmodel_type": "permission",
+        }
         for n, p in enumerate(PERMISSIONS, start=1)
         if level == "all" or p.level == level
     ]

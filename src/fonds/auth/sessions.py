@@ -35,7 +35,9 @@ def token_hash(token: str) -> str:
 def open_session(conn, tables, *, user_id: int, expiring: bool) -> str:
     token = secrets.token_hex(32)
     now = store.utcnow()
-    conn.execute(insert(tables["session"]).values(token_hash=token_hash(token), user_id=user_id, expiring=expiring, created_at=now, last_used_at=now))
+    conn.execute(
+        insert(tables["session"]).values(token_hash=token_hash(token), user_id=user_id, expiring=expiring, created_at=now, last_used_at=now)
+    )
     return token
 
 
@@ -48,7 +50,14 @@ def resolve_session(db: Database, settings: Settings, token: str) -> SessionUser
     sessions, users = db.tables["session"], db.tables["user"]
     with db.read() as conn:
         row = conn.execute(
-            select(sessions.c.id, sessions.c.expiring, sessions.c.last_used_at, users.c.id.label("user_id"), users.c.username, users.c.is_active)
+            select(
+                sessions.c.id,
+                sessions.c.expiring,
+                sessions.c.last_used_at,
+                users.c.id.label("user_id"),
+                users.c.username,
+                users.c.is_active,
+            )
             .join(users, users.c.id == sessions.c.user_id)
             .where(sessions.c.token_hash == token_hash(token))
         ).one_or_none()

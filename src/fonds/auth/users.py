@@ -154,7 +154,15 @@ def set_active(records: RecordService, user_id: int, *, active: bool, actor: Act
             def edit(doc: dict) -> None:
                 doc["is_active_user"] = active
 
-            rewrite_records(conn, records.registry["user"], [user_id], now=store.utcnow(), username=actor.username, edit=edit, columns={"is_active": active})
+            rewrite_records(
+                conn,
+                records.registry["user"],
+                [user_id],
+                now=store.utcnow(),
+                username=actor.username,
+                edit=edit,
+                columns={"is_active": active},
+            )
             if not active:
                 end_sessions_of(conn, [user_id])
                 groups.ensure_an_administrator_remains(conn)
@@ -195,7 +203,6 @@ def permissions_of(conn, user_id: int) -> dict[str, list[str]]:
 def read_user(records: RecordService, user_id: int, *, only_repo: int | None = None) -> dict:
     with records.db.read() as conn:
         return user_document(conn, records, user_id, only_repo=only_repo)
-
 
 
 def reset_password(records: RecordService, username: str, password: str) -> None:

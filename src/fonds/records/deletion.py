@@ -83,11 +83,15 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
         registry[name].hooks.on_delete(conn, rows, doomed)
         for doomed_row in rows:
             uri = registry[name].uri(doomed_row.id, doomed_row.repo_id)
-            store.record_change(conn, tables, record_type=name, record_id=doomed_row.id, repo_id=doomed_row.repo_id, uri=uri, op="deleted", now=now)
+            store.record_change(
+                conn, tables, record_type=name, record_id=doomed_row.id, repo_id=doomed_row.repo_id, uri=uri, op="deleted", now=now
+            )
         store.delete_rows(conn, tables, name, ids)
 
 
 def _rewrite_without(conn, record_type, record_id: int, paths: list[str], *, now, username: str, find_links) -> None:
     """Drop refs to deleted records from a surviving record; it changes, so its lock_version moves on."""
     [doc] = rewrite_records(conn, record_type, [record_id], now=now, username=username, edit=lambda doc: _remove_paths(doc, paths))
-    store.replace_links(conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=find_links(record_type, doc))
+    store.replace_links(
+        conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=find_links(record_type, doc)
+    )

@@ -207,7 +207,12 @@ class RepositoryHooks(Hooks):
         if ctx.existing is not None or doc["repo_code"] == GLOBAL_REPO_CODE:
             return
         for code, description, grants in STANDARD_GROUPS:
-            group = {"jsonmodel_type": "group", "group_code": code, "description": description.format(code=doc["repo_code"]), "grants_permissions": list(grants)}
+            group = {
+                "jsonmodel_type": "group",
+                "group_code": code,
+                "description": description.format(code=doc["repo_code"]),
+                "grants_permissions": list(grants),
+            }
             service.create_in(ctx.conn, ctx.registry["group"], group, {}, repo_id=ctx.record_id, actor=actor)
 
 
@@ -342,7 +347,11 @@ class GroupHooks(Hooks):
         from fonds.auth.permissions import GLOBAL_CODES, PERMISSION_CODES
 
         code_key = group_code_key(doc["group_code"])
-        if ctx.existing is not None and _is_administrators(ctx.repo_id, ctx.existing.group_code_key) and code_key != ctx.existing.group_code_key:
+        if (
+            ctx.existing is not None
+            and _is_administrators(ctx.repo_id, ctx.existing.group_code_key)
+            and code_key != ctx.existing.group_code_key
+        ):
             raise Invalid({"group_code": ["The administrators group cannot be renamed"]})
         if _is_administrators(ctx.repo_id, code_key):
             doc["grants_permissions"] = sorted(PERMISSION_CODES)  # it holds everything, always

@@ -182,7 +182,9 @@ REGISTRY = Registry(
             path="repositories",
             scope=Scope.GLOBAL,
             model_name="Repository",
-            permissions=Permissions(read="view_repository", create="create_repository", update="create_repository", delete="delete_repository"),
+            permissions=Permissions(
+                read="view_repository", create="create_repository", update="create_repository", delete="delete_repository"
+            ),
             minimum=(RequiredOneOf(("name", "title")),),
             columns=(_text_column("repo_code"),),
             unique_keys=(UniqueKey(("repo_code",), "repo_code", "short name already in use"),),
@@ -225,7 +227,10 @@ REGISTRY = Registry(
             minimum=(
                 RequiredOneOf(
                     ("title", "dates"),
-                    custom=(("dates", "one or more required (or enter a Title)"), ("title", "must not be an empty string (or enter a Date)")),
+                    custom=(
+                        ("dates", "one or more required (or enter a Title)"),
+                        ("title", "must not be an empty string (or enter a Date)"),
+                    ),
                 ),
             ),
             columns=(
@@ -246,12 +251,16 @@ REGISTRY = Registry(
             path="subjects",
             scope=Scope.GLOBAL,
             model_name="Subject",
-            permissions=Permissions(read="view_repository", create="update_subject_record", update="update_subject_record", delete="delete_subject_record"),
+            permissions=Permissions(
+                read="view_repository", create="update_subject_record", update="update_subject_record", delete="delete_subject_record"
+            ),
             minimum=(RequiredOneOf(("title", "terms")),),
             columns=(_text_column("terms_key", 64), _text_column("authority_key", 64)),
             unique_keys=(
                 UniqueKey(("terms_key",), "terms", "Subject must be unique", report_conflict=True),
-                UniqueKey(("authority_key",), "authority_id", "Subject heading identifier must be unique within source", report_conflict=True),
+                UniqueKey(
+                    ("authority_key",), "authority_id", "Subject heading identifier must be unique within source", report_conflict=True
+                ),
             ),
             ref_rules=(RefRule("vocabulary", "restrict", message="Vocabulary is in use by subjects"),),
             hooks=hooks.SubjectHooks(),
@@ -261,7 +270,9 @@ REGISTRY = Registry(
             path="top_containers",
             scope=Scope.REPOSITORY,
             model_name="TopContainer",
-            permissions=Permissions(read="view_repository", create="update_container_record", update="update_container_record", delete="manage_container_record"),
+            permissions=Permissions(
+                read="view_repository", create="update_container_record", update="update_container_record", delete="manage_container_record"
+            ),
             minimum=(RequiredOneOf(("indicator", "title")),),
             columns=(_text_column("barcode"), _text_column("indicator", index=True)),
             unique_keys=(UniqueKey(("repo_id", "barcode"), "barcode", "A barcode must be unique within a repository"),),
@@ -288,7 +299,12 @@ REGISTRY = Registry(
             path="vocabularies",
             scope=Scope.GLOBAL,
             model_name="Vocabulary",
-            permissions=Permissions(read="view_repository", create="update_vocabulary_record", update="update_vocabulary_record", delete="update_vocabulary_record"),
+            permissions=Permissions(
+                read="view_repository",
+                create="update_vocabulary_record",
+                update="update_vocabulary_record",
+                delete="update_vocabulary_record",
+            ),
             minimum=(RequiredOneOf(("name", "title")), RequiredOneOf(("ref_id",))),
             columns=(_text_column("ref_id"),),
             unique_keys=(UniqueKey(("ref_id",), "ref_id", "Vocabulary ref_id must be unique"),),
@@ -320,7 +336,9 @@ REGISTRY = Registry(
             path="groups",
             scope=Scope.REPOSITORY,
             model_name="Group",
-            permissions=Permissions(read="manage_repository", create="manage_repository", update="manage_repository", delete="manage_repository"),
+            permissions=Permissions(
+                read="manage_repository", create="manage_repository", update="manage_repository", delete="manage_repository"
+            ),
             minimum=(RequiredOneOf(("group_code",)),),
             columns=(_text_column("group_code_key"),),
             unique_keys=(UniqueKey(("repo_id", "group_code_key"), "group_code", "Group code must be unique within a repository"),),

@@ -39,7 +39,11 @@ def rewrite_records(
     stamp = store.iso(now)
     stamps = {"modified": stamp, "system_mtime": stamp, "last_modified_by": username, **({"user_mtime": stamp} if by_user else {})}
     values = {**(columns or {}), "system_mtime": now, "last_modified_by": username, **({"user_mtime": now} if by_user else {})}
-    statement = update(table).where(table.c.id == bindparam("b_id")).values(json=bindparam("b_json"), lock_version=bindparam("b_lock_version"), **values)
+    statement = (
+        update(table)
+        .where(table.c.id == bindparam("b_id"))
+        .values(json=bindparam("b_json"), lock_version=bindparam("b_lock_version"), **values)
+    )
     rewritten = []
     for chunk in batches(sorted(set(ids))):
         params, changes = [], []
@@ -50,7 +54,9 @@ def rewrite_records(
             doc.update(lock_version=row.lock_version + 1, **stamps)
             params.append({"b_id": row.id, "b_json": orjson.dumps(doc), "b_lock_version": row.lock_version + 1})
             uri = record_type.uri(row.id, row.repo_id)
-            changes.append({"record_type": record_type.name, "record_id": row.id, "repo_id": row.repo_id, "uri": uri, "op": "updated", "at": now})
+            changes.append(
+                {"record_type": record_type.name, "record_id": row.id, "repo_id": row.repo_id, "uri": uri, "op": "updated", "at": now}
+            )
             rewritten.append(doc)
         if params:
             conn.execute(statement, params)

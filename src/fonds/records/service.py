@@ -147,7 +147,9 @@ class RecordService(TreeQueries):
                 extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
                 raise Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
 
-    def _save(self, conn, ctx: WriteContext, doc: dict, warnings: dict, *, links, lock_version: int, audit: dict, expect: int | None, now, op: str) -> None:
+    def _save(
+        self, conn, ctx: WriteContext, doc: dict, warnings: dict, *, links, lock_version: int, audit: dict, expect: int | None, now, op: str
+    ) -> None:
         record_type = ctx.record_type
         record_type.hooks.derive(ctx, doc)
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
@@ -157,19 +159,31 @@ class RecordService(TreeQueries):
         doc.update(uri=ctx.uri, lock_version=lock_version, **audit)
         if record_type.repo_scoped:
             doc["repository"] = {"ref": f"/repositories/{ctx.repo_id}"}
-        values = {**ctx.columns, "lock_version": lock_version, "system_mtime": now, "user_mtime": now, "last_modified_by": audit["last_modified_by"]}
+        values = {
+            **ctx.columns,
+            "lock_version": lock_version,
+            "system_mtime": now,
+            "user_mtime": now,
+            "last_modified_by": audit["last_modified_by"],
+        }
         tables = conn.info["fonds_tables"]
-        if not store.store(conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect):
+        if not store.store(
+            conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
+        ):
             raise Conflict("The record you tried to update has been modified since you fetched it.")
         store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links)
-        store.record_change(conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now)
+        store.record_change(
+            conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now
+        )
 
     def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
         doc, warnings, _ = self.prepare(record_type, body, creating=True)
         with self.db.write() as conn:
             return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor, options=options)
 
-    def create_in(self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+    def create_in(
+        self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor, options: dict | None = None
+    ) -> dict:
         self._check_repository(conn, record_type, repo_id, writing=True)
         now = store.utcnow()
         table = conn.info["fonds_tables"][record_type.name]
@@ -178,17 +192,46 @@ class RecordService(TreeQueries):
         links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
         ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, options=options or {}, actor=actor.username, now=now)
         stamp = store.iso(now)
-        audit = dict(created=stamp, modified=stamp, create_time=stamp, system_mtime=stamp, user_mtime=stamp, created_by=actor.username, last_modified_by=actor.username)
+        audit = dict(
+            created=stamp,
+            modified=stamp,
+            create_time=stamp,
+            system_mtime=stamp,
+            user_mtime=stamp,
+            created_by=actor.username,
+            last_modified_by=actor.username,
+        )
         self._save(conn, ctx, doc, warnings, links=links, lock_version=0, audit=audit, expect=None, now=now, op="created")
         record_type.hooks.after_save(self, ctx, doc, actor)
-        return {"status": "Created", "id": record_id, "lock_version": 0, "stale": True if ctx.stale else None, "uri": uri, "warnings": warnings or []}
+        return {
+            "status": "Created",
+            "id": record_id,
+            "lock_version": 0,
+            "stale": True if ctx.stale else None,
+            "uri": uri,
+            "warnings": warnings or [],
+        }
 
-    def update(self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+    def update(
+        self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None
+    ) -> dict:
         doc, warnings, given_lock = self.prepare(record_type, body, creating=False)
         with self.db.write() as conn:
             return self.update_in(conn, record_type, record_id, doc, warnings, given_lock, repo_id=repo_id, actor=actor, options=options)
 
-    def update_in(self, conn, record_type: RecordType, record_id: int, doc: dict, warnings: dict, given_lock, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+    def update_in(
+        self,
+        conn,
+        record_type: RecordType,
+        record_id: int,
+        doc: dict,
+        warnings: dict,
+        given_lock,
+        *,
+        repo_id: int | None,
+        actor: Actor,
+        options: dict | None = None,
+    ) -> dict:
         self._check_repository(conn, record_type, repo_id, writing=False)
         table = conn.info["fonds_tables"][record_type.name]
         row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
@@ -201,13 +244,43 @@ class RecordService(TreeQueries):
         existing = orjson.loads(row.json)
         uri = record_type.uri(record_id, repo_id)
         now = store.utcnow()
-        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, existing=row, existing_doc=existing, options=options or {}, actor=actor.username, now=now)
+        ctx = WriteContext(
+            conn,
+            self.registry,
+            record_type,
+            repo_id,
+            record_id,
+            uri,
+            existing=row,
+            existing_doc=existing,
+            options=options or {},
+            actor=actor.username,
+            now=now,
+        )
         stamp = store.iso(now)
         audit = {k: existing.get(k) for k in ("created", "create_time", "created_by") if existing.get(k)}
         audit.update(modified=stamp, system_mtime=stamp, user_mtime=stamp, last_modified_by=actor.username)
-        self._save(conn, ctx, doc, warnings, links=links, lock_version=row.lock_version + 1, audit=audit, expect=row.lock_version, now=now, op="updated")
+        self._save(
+            conn,
+            ctx,
+            doc,
+            warnings,
+            links=links,
+            lock_version=row.lock_version + 1,
+            audit=audit,
+            expect=row.lock_version,
+            now=now,
+            op="updated",
+        )
         record_type.hooks.after_save(self, ctx, doc, actor)
-        return {"status": "Updated", "id": record_id, "lock_version": row.lock_version + 1, "stale": True if ctx.stale else None, "uri": uri, "warnings": warnings or []}
+        return {
+            "status": "Updated",
+            "id": record_id,
+            "lock_version": row.lock_version + 1,
+            "stale": True if ctx.stale else None,
+            "uri": uri,
+            "warnings": warnings or [],
+        }
 
     def delete(self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
         with self.db.write() as conn:
@@ -221,7 +294,9 @@ class RecordService(TreeQueries):
             raise NotFound(record_type.not_found())
         if not record_type.hooks.can_delete(row):
             raise Conflict(f"Record deletion failed: {record_type.uri(record_id, repo_id)} is maintained by the system")
-        deletion.delete_record(conn, self.registry, record_type, row, now=store.utcnow(), username=actor.username, find_links=self.find_links)
+        deletion.delete_record(
+            conn, self.registry, record_type, row, now=store.utcnow(), username=actor.username, find_links=self.find_links
+        )
         return {"status": "Deleted", "id": record_id}
 
     # -- reading ---------------------------------------------------------------------------
@@ -264,13 +339,23 @@ class RecordService(TreeQueries):
             self._check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
-            rows = conn.execute(select(table).where(*where).order_by(table.c.id).limit(page.size).offset((page.number - 1) * page.size)).all()
+            rows = conn.execute(
+                select(table).where(*where).order_by(table.c.id).limit(page.size).offset((page.number - 1) * page.size)
+            ).all()
             bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
         last_page = max(1, -(-total // page.size))
         head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
         return head + b',"results":[' + b",".join(bodies) + b"]}"
 
-    def list_all(self, record_type: RecordType, *, repo_id: int | None, resolve: list[str], ids: list[int] | None = None, matching: dict | None = None) -> bytes:
+    def list_all(
+        self,
+        record_type: RecordType,
+        *,
+        repo_id: int | None,
+        resolve: list[str],
+        ids: list[int] | None = None,
+        matching: dict | None = None,
+    ) -> bytes:
         """Every record (or those in `ids`, or whose columns equal `matching`) as a plain JSON array."""
         with self.db.read() as conn:
             self._check_repository(conn, record_type, repo_id, writing=False)

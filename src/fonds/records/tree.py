@@ -77,7 +77,15 @@ def place(ctx, doc: dict) -> None:
             _shift(conn, table, group, exclude=ctx.record_id, start=position, stop=old.position - 1, delta=1)
     else:
         if old is not None:
-            _shift(conn, table, _group(table, old.resource_id, old.parent_id), exclude=ctx.record_id, start=old.position + 1, stop=None, delta=-1)
+            _shift(
+                conn,
+                table,
+                _group(table, old.resource_id, old.parent_id),
+                exclude=ctx.record_id,
+                start=old.position + 1,
+                stop=None,
+                delta=-1,
+            )
         last = _count(conn, table, group, ctx.record_id)
         position = last if requested is None else max(0, min(int(requested), last))
         _shift(conn, table, group, exclude=ctx.record_id, start=position, stop=None, delta=1)
@@ -136,7 +144,9 @@ def _set_root(ctx, table, ids: list[int], resource_id: int | None) -> None:
         else:
             doc[ROOT] = root
 
-    rewrite_records(ctx.conn, ctx.record_type, ids, now=ctx.now, username=ctx.actor, edit=set_root, columns={"resource_id": resource_id}, by_user=True)
+    rewrite_records(
+        ctx.conn, ctx.record_type, ids, now=ctx.now, username=ctx.actor, edit=set_root, columns={"resource_id": resource_id}, by_user=True
+    )
     store.retarget_links(ctx.conn, ctx.tables, source_type=NODE, source_ids=ids, field=ROOT, target_type=ROOT, target_id=resource_id)
 
 
@@ -162,7 +172,9 @@ def read_extras(conn, rows) -> list[dict]:
         known.update((row.id, row) for row in found)
         wanted = {row.parent_id for row in found if row.parent_id is not None} - known.keys()
     resource_ids = {row.resource_id for row in rows if row.resource_id is not None}
-    levels = dict(conn.execute(select(resources.c.id, resources.c.level).where(resources.c.id.in_(resource_ids))).all()) if resource_ids else {}
+    levels = (
+        dict(conn.execute(select(resources.c.id, resources.c.level).where(resources.c.id.in_(resource_ids))).all()) if resource_ids else {}
+    )
     extras = []
     for row in rows:
         ancestors = []

@@ -21,7 +21,16 @@ def allocate(conn: Connection, table: Table, *, repo_id: int | None, now: dateti
     """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it)."""
     return conn.execute(
         insert(table)
-        .values(repo_id=repo_id, lock_version=0, json=b"{}", create_time=now, system_mtime=now, user_mtime=now, created_by=username, last_modified_by=username)
+        .values(
+            repo_id=repo_id,
+            lock_version=0,
+            json=b"{}",
+            create_time=now,
+            system_mtime=now,
+            user_mtime=now,
+            created_by=username,
+            last_modified_by=username,
+        )
         .returning(table.c.id)
     ).scalar_one()
 
@@ -59,7 +68,9 @@ def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: 
 
 
 def record_change(conn: Connection, tables, *, record_type: str, record_id: int, repo_id: int | None, uri: str, op: str, now) -> None:
-    record_changes(conn, tables, [{"record_type": record_type, "record_id": record_id, "repo_id": repo_id, "uri": uri, "op": op, "at": now}])
+    record_changes(
+        conn, tables, [{"record_type": record_type, "record_id": record_id, "repo_id": repo_id, "uri": uri, "op": op, "at": now}]
+    )
 
 
 def record_changes(conn: Connection, tables, changes: list[dict]) -> None:
@@ -82,7 +93,9 @@ def replace_links(conn: Connection, tables, *, source_type: str, source_id: int,
         )
 
 
-def retarget_links(conn: Connection, tables, *, source_type: str, source_ids: list[int], field: str, target_type: str, target_id: int | None) -> None:
+def retarget_links(
+    conn: Connection, tables, *, source_type: str, source_ids: list[int], field: str, target_type: str, target_id: int | None
+) -> None:
     """Point the `field` ref (a single, unindexed one: path == field) of many sources at one target, or drop it (None)."""
     table = tables["record_link"]
     conn.execute(delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(source_ids)))
@@ -90,7 +103,14 @@ def retarget_links(conn: Connection, tables, *, source_type: str, source_ids: li
         conn.execute(
             insert(table),
             [
-                {"source_type": source_type, "source_id": i, "field": field, "path": field, "target_type": target_type, "target_id": target_id}
+                {
+                    "source_type": source_type,
+                    "source_id": i,
+                    "field": field,
+                    "path": field,
+                    "target_type": target_type,
+                    "target_id": target_id,
+                }
                 for i in source_ids
             ],
         )
