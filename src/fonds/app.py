@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -12,14 +13,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from fonds import __version__
 from fonds.api import archival_objects, groups, sessions, system, users
 from fonds.api.crud import register_record_routes
-from fonds.api.deps import AppServices, SessionCheck
+from fonds.api.deps import AppServices, session_gone_response
+from fonds.auth.sessions import SessionCache
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
 from fonds.records.registry import REGISTRY, database_metadata
 from fonds.records.service import RecordService
 from fonds.storage import migrate
-from fonds.storage.db import Database
+from fonds.storage.db import REQUEST_THREADS, Database
 
 log = logging.getLogger("fonds")
 CACHE_CONTROL = (b"cache-control", b"private, must-revalidate, max-age=0")
@@ -49,7 +51,7 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, sessions=SessionCache())
 
 
 def _openapi(app: FastAPI, records_schemas: dict) -> dict:
@@ -88,12 +90,14 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # No more request threads than pooled connections (and fewer threads fighting over two cores).
+        anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
         yield
         services.db.dispose()
 
     app = FastAPI(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.fonds = services
-    install_error_handlers(app)
+    install_error_handlers(app, before_http_error=session_gone_response)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
     for module in (system, sessions, users, groups, archival_objects):
@@ -102,7 +106,6 @@ def create_app(settings: Settings) -> FastAPI:
         register_record_routes(app.router, record_type)
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
-    app.add_middleware(SessionCheck)
     app.add_middleware(CacheControl)
     return app
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import orjson
 from fastapi import FastAPI, Request
@@ -119,7 +120,10 @@ def _allowed_methods(request: Request) -> list[str]:
     return sorted(methods)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, before_http_error: Callable[[Request], Awaitable[Response | None]] | None = None) -> None:
+    """`before_http_error`: consulted first for 404/405 and other framework errors (the session
+    check of requests no route matched); a response it returns wins."""
+
     @app.exception_handler(FondsError)
     async def _fonds_error(request: Request, exc: FondsError) -> Response:
         return json_error(exc.status, exc.body(), exc.headers())
@@ -134,6 +138,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        early = await before_http_error(request) if before_http_error else None
+        if early is not None:
+            return early
         if exc.status_code == 404:
             return json_error(404, {"error": f"No route matches {request.method} {request.url.path}"})
         if exc.status_code == 405:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from starlette.responses import Response
 
-from fonds.api.deps import RawBody, Services, require
-from fonds.api.params import ListingParams, ResolveParam
+from fonds.api.deps import RawBody, Services, path_int, require, serve_read
+from fonds.api.params import ListingParams, ResolveParam, listing_from_query
 from fonds.api.routing import add_route, json_response, record_body, record_response, with_repo_id
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
@@ -18,6 +19,10 @@ WRITE_RESULT = {
 }
 
 
+def _repo_id(request: Request) -> int | None:
+    return path_int(request, "repo_id") if "repo_id" in request.path_params else None
+
+
 def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     perms = record_type.permissions
     base = record_type.collection_path
@@ -26,14 +31,20 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     name = record_type.name
 
     def list_records(actor: Actor = require(perms.read), *, app: Services, params: ListingParams, repo_id: int | None = None):
-        records = app.records
-        if record_type.list_is_plain_array:
-            return json_response(records.list_all(record_type, repo_id=repo_id, resolve=params.resolve))
+        """Declares the parameters and OpenAPI description; `fast_list` serves the requests."""
+
+    async def fast_list(request: Request) -> Response:
+        return await serve_read(request, perms.read, lambda: listed(request))
+
+    def listed(request: Request) -> bytes:
+        # Parameters are checked after the permission, as FastAPI solved dependencies first.
+        services = request.app.state.fonds
+        params, records, repo_id = listing_from_query(services, request.query_params), services.records, _repo_id(request)
         if params.page is not None:
-            return json_response(records.list_page(record_type, repo_id=repo_id, page=params.page, resolve=params.resolve))
+            return records.list_page(record_type, repo_id=repo_id, page=params.page, resolve=params.resolve)
         if params.id_set is not None:
-            return json_response(records.list_all(record_type, repo_id=repo_id, resolve=params.resolve, ids=params.id_set))
-        return json_response(records.list_ids(record_type, repo_id=repo_id))
+            return records.list_all(record_type, repo_id=repo_id, resolve=params.resolve, ids=params.id_set)
+        return records.list_ids(record_type, repo_id=repo_id)
 
     def list_plain(actor: Actor = require(perms.read), *, app: Services, resolve: ResolveParam = [], repo_id: int | None = None):
         return json_response(app.records.list_all(record_type, repo_id=repo_id, resolve=resolve))
@@ -42,7 +53,17 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         return json_response(app.records.create(record_type, body, repo_id=repo_id, actor=actor))
 
     def read_record(actor: Actor = require(perms.read), *, id: int, app: Services, resolve: ResolveParam = [], repo_id: int | None = None):
-        return json_response(app.records.read(record_type, id, repo_id=repo_id, resolve=resolve))
+        """Declares the parameters and OpenAPI description; `fast_read` serves the requests."""
+
+    async def fast_read(request: Request) -> Response:
+        resolve = request.query_params.getlist("resolve[]")
+        records = request.app.state.fonds.records
+
+        def read() -> bytes:
+            record_id = path_int(request, "id")
+            return records.read(record_type, record_id, repo_id=_repo_id(request), resolve=resolve)
+
+        return await serve_read(request, perms.read, read)
 
     def update_record(actor: Actor = require(perms.update), *, id: int, app: Services, body: RawBody, repo_id: int | None = None):
         return json_response(app.records.update(record_type, id, body, repo_id=repo_id, actor=actor))
@@ -51,6 +72,7 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
 
     lister = list_plain if record_type.list_is_plain_array else list_records
+    fast = {"read": fast_read, "list": None if record_type.list_is_plain_array else fast_list}
     routes = {
         "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": record_response(name, many=True)}),
         "create": (base, create_record, "POST", perms.create, f"Create a {name}", {**record_body(name), "responses": WRITE_RESULT}),
@@ -77,4 +99,5 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
             name=f"{action}_{name}",
             openapi_extra=extra,
             tags=[name],
+            fast=fast.get(action),
         )

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds.auth.permissions import has_permission
-from fonds.auth.sessions import SessionUser, resolve_session
+from fonds.auth.sessions import SessionCache, SessionUser, resolve_session
 from fonds.config import Settings
 from fonds.errors import BadRequest, Denied, SessionGone, TooLarge, json_error
 from fonds.records.registry import Registry
@@ -31,9 +32,10 @@ class AppServices:
     db: Database
     registry: Registry
     records: RecordService
+    sessions: SessionCache
 
 
-def services(request: Request) -> AppServices:
+async def services(request: Request) -> AppServices:
     return request.app.state.fonds
 
 
@@ -52,44 +54,76 @@ def token_in_headers(headers) -> str | None:
     return None
 
 
-def current_user(request: Request) -> SessionUser | None:
-    """The logged-in user (resolved by `SessionCheck` before routing), None when no token was sent."""
+async def current_user(request: Request) -> SessionUser | None:
+    """The logged-in user (resolved by `session_checked` before the route), None when no token was sent."""
     return request.scope.get("state", {}).get(SESSION_USER)
 
 
 CurrentUser = Annotated[SessionUser | None, Depends(current_user)]
 SESSION_USER = "fonds_session_user"
-# Logging in must work whatever stale token a client still sends (it is how it recovers).
-LOGIN_PATH = re.compile(r"^/users/[^/]+/login$")
 
 
-class SessionCheck:
-    """Resolve the session token on every path, as ArchivesSpace does before routing: an unknown
-    or expired token is 412 even on public and unknown routes."""
+def _resolve(services: AppServices, token: str | None) -> SessionUser | None:
+    return resolve_session(services.db, services.settings, services.sessions, token) if token else None
 
-    def __init__(self, app: ASGIApp):
-        self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not LOGIN_PATH.match(scope["path"]):
-            token = token_in_headers(Headers(scope=scope))
-            if token:
-                services = scope["app"].state.fonds
-                try:
-                    user = await run_in_threadpool(resolve_session, services.db, services.settings, token)
-                except SessionGone as gone:
-                    return await json_error(gone.status, gone.body())(scope, receive, send)
-                scope.setdefault("state", {})[SESSION_USER] = user
-        await self.app(scope, receive, send)
+def session_checked(app: ASGIApp) -> ASGIApp:
+    """Wrap a route's ASGI app so the session is resolved before anything else, as ArchivesSpace
+    does: an unknown or expired token is 412 even on public routes."""
+
+    async def check(scope: Scope, receive: Receive, send: Send) -> None:
+        token = token_in_headers(Headers(scope=scope))
+        if token:
+            try:
+                user = await run_in_threadpool(_resolve, scope["app"].state.fonds, token)
+            except SessionGone as gone:
+                return await json_error(gone.status, gone.body())(scope, receive, send)
+            scope.setdefault("state", {})[SESSION_USER] = user
+        await app(scope, receive, send)
+
+    return check
+
+
+async def session_gone_response(request: Request) -> Response | None:
+    """For requests no route matched: 412 for a bad token comes before 404 and 405."""
+    token = session_token(request)
+    if not token:
+        return None
+    try:
+        await run_in_threadpool(_resolve, request.app.state.fonds, token)
+    except SessionGone as gone:
+        return json_error(gone.status, gone.body())
+    return None
+
+
+async def serve_read(request: Request, permission: str, work: Callable[[], bytes]) -> Response:
+    """The hot read routes: session, permission and `work` in one thread-pool hop and one
+    read transaction (`Database.read` is re-entrant), the bytes `work` returns sent as they are."""
+    services: AppServices = request.app.state.fonds
+    token = session_token(request)
+    repo_id = _repo_in_path(request)
+
+    def run() -> bytes:
+        with services.db.read():
+            user = _resolve(services, token)
+            if user is None or not has_permission(user.grants, permission, repo_id):
+                raise Denied()
+            return work()
+
+    return Response(await run_in_threadpool(run), media_type="application/json")
+
+
+def path_int(request: Request, name: str) -> int:
+    raw = request.path_params[name]
+    try:
+        return int(raw)
+    except ValueError:
+        # Worded as FastAPI's parameter validation is (errors.py), which answers for other routes.
+        raise BadRequest({name: [f"Wanted type Integer but got '{raw}'"]}) from None
 
 
 def _repo_in_path(request: Request) -> int | None:
-    repo_id = request.path_params.get("repo_id")
-    try:
-        return int(repo_id) if repo_id is not None else None
-    except ValueError:
-        # Path parameters are validated after dependencies like this one: answer as they would.
-        raise BadRequest({"repo_id": [f"Wanted type Integer but got '{repo_id}'"]}) from None
+    return path_int(request, "repo_id") if "repo_id" in request.path_params else None
 
 
 def actor_of(user: SessionUser) -> Actor:
@@ -99,7 +133,7 @@ def actor_of(user: SessionUser) -> Actor:
 def require(permission: str):
     """A dependency granting access only to holders of `permission` in the URL's repository."""
 
-    def check(request: Request, user: CurrentUser) -> Actor:
+    async def check(request: Request, user: CurrentUser) -> Actor:
         if user is None:
             raise Denied()
         if not has_permission(user.grants, permission, _repo_in_path(request)):
@@ -113,7 +147,7 @@ def require(permission: str):
 def require_self_or(permission: str):
     """For /users/{id}: the user themself, or a holder of `permission`."""
 
-    def check(request: Request, user: CurrentUser) -> Actor:
+    async def check(request: Request, user: CurrentUser) -> Actor:
         if user is None:
             raise Denied()
         if str(user.user_id) != request.path_params.get("id") and not has_permission(user.grants, permission, None):
@@ -124,7 +158,7 @@ def require_self_or(permission: str):
 
 
 def require_login():
-    def check(user: CurrentUser) -> Actor:
+    async def check(user: CurrentUser) -> Actor:
         if user is None:
             raise Denied()
         return actor_of(user)

@@ -62,3 +62,16 @@ def listing(
 
 
 ListingParams = Annotated[Listing, Depends(listing)]
+
+
+def listing_from_query(app, query) -> Listing:
+    """`listing` for routes served without FastAPI's dependency machinery (last value wins, as there)."""
+    return listing(
+        app,
+        resolve=query.getlist("resolve[]"),
+        page=query.get("page"),
+        page_size=query.get("page_size"),
+        id_set=query.get("id_set"),
+        id_set_list=query.getlist("id_set[]"),
+        all_ids=query.get("all_ids"),
+    )

@@ -8,6 +8,9 @@ import orjson
 from fastapi import APIRouter, Path
 from fastapi.routing import APIRoute
 from starlette.responses import Response
+from starlette.routing import request_response
+
+from fonds.api.deps import session_checked
 
 JSON = "application/json"
 
@@ -17,10 +20,21 @@ def json_response(content: bytes | dict | list) -> Response:
     return Response(body, media_type=JSON)
 
 
-def add_route(router: APIRouter, path: str, endpoint, *, methods: list[str], permission: str, **kwargs) -> APIRoute:
+def add_route(
+    router: APIRouter, path: str, endpoint, *, methods: list[str], permission: str, fast=None, checks_session: bool = True, **kwargs
+) -> APIRoute:
+    """`fast`: a plain Starlette handler that serves the route instead of FastAPI's per-request
+    machinery (dependency solving, a thread-pool hop per sync dependency), resolving the session
+    itself; `endpoint` then only declares the parameters, permission and OpenAPI description.
+    `checks_session=False`: the route runs whatever token is sent (logging in is how a client
+    with a stale token recovers)."""
     router.add_api_route(path, endpoint, methods=methods, response_class=Response, **kwargs)
     route = router.routes[-1]
     route.fonds_permission = permission
+    if fast is not None:
+        route.app = request_response(fast)
+    elif checks_session:
+        route.app = session_checked(route.app)
     return route
 
 

@@ -52,6 +52,13 @@ def logout(request: Request, app: Services):
 def register(router: APIRouter) -> None:
     tags = ["sessions"]
     add_route(
-        router, "/users/{username}/login", login, methods=["POST"], permission=PUBLIC, summary="Log in; returns a session token", tags=tags
+        router,
+        "/users/{username}/login",
+        login,
+        methods=["POST"],
+        permission=PUBLIC,
+        checks_session=False,
+        summary="Log in; returns a session token",
+        tags=tags,
     )
     add_route(router, "/logout", logout, methods=["POST"], permission=PUBLIC, summary="End the current session", tags=tags)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import and_, delete, func, insert, select
 
+from fonds.auth import generation
 from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID, Grants
 from fonds.errors import Conflict
 
@@ -41,6 +42,7 @@ def administrators_group(conn) -> int | None:
 def set_grants(conn, group_id: int, codes: Iterable[str]) -> None:
     permissions = _tables(conn)[2]
     conn.execute(delete(permissions).where(permissions.c.group_id == group_id))
+    generation.bump(conn)
     rows = [{"group_id": group_id, "permission": code} for code in sorted(set(codes))]
     if rows:
         conn.execute(insert(permissions), rows)
@@ -56,6 +58,8 @@ def set_members(conn, group_id: int, user_ids: Iterable[int]) -> set[int]:
     members = _tables(conn)[1]
     wanted, current = set(user_ids), member_ids(conn, group_id)
     leaving, joining = current - wanted, wanted - current
+    if leaving or joining:
+        generation.bump(conn)
     if leaving:
         conn.execute(delete(members).where(members.c.group_id == group_id, members.c.user_id.in_(leaving)))
     if joining:
@@ -75,6 +79,7 @@ def forget_groups(conn, group_ids: list[int]) -> None:
     _, members, permissions, _ = _tables(conn)
     conn.execute(delete(members).where(members.c.group_id.in_(group_ids)))
     conn.execute(delete(permissions).where(permissions.c.group_id.in_(group_ids)))
+    generation.bump(conn)
 
 
 def forget_users(conn, user_ids: list[int]) -> set[int]:
@@ -82,6 +87,7 @@ def forget_users(conn, user_ids: list[int]) -> set[int]:
     members = _tables(conn)[1]
     affected = set(conn.execute(select(members.c.group_id).where(members.c.user_id.in_(user_ids))).scalars())
     conn.execute(delete(members).where(members.c.user_id.in_(user_ids)))
+    generation.bump(conn)
     return affected
 
 

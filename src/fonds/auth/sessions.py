@@ -5,10 +5,14 @@ from __future__ import annotations
 import datetime
 import hashlib
 import secrets
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from sqlalchemy import and_, delete, insert, or_, select, update
 
+from fonds.auth import generation
 from fonds.auth.groups import grants_for
 from fonds.auth.permissions import Grants
 from fonds.config import Settings
@@ -45,47 +49,109 @@ def idle_limit(settings: Settings, expiring: bool) -> datetime.timedelta:
     return datetime.timedelta(seconds=settings.session_expire_seconds if expiring else settings.session_nonexpiring_seconds)
 
 
-def resolve_session(db: Database, settings: Settings, token: str) -> SessionUser:
-    """The user behind a token, or 412 (SESSION_GONE / SESSION_EXPIRED)."""
-    sessions, users = db.tables["session"], db.tables["user"]
+class SessionCache:
+    """Resolved sessions by token hash, so a request costs one read of the auth generation
+    instead of two queries. An entry serves only while the generation it was read at is still
+    current (logout, password change, deactivation, membership and grant changes bump it, on
+    whichever worker they happen), for at most `ttl` seconds, and while no activity touch is due."""
+
+    def __init__(self, max_entries: int = 10_000, ttl: float = 10.0):
+        self.max_entries, self.ttl = max_entries, ttl
+        self._entries: OrderedDict[str, _Cached] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, generation: int) -> _Cached | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry.generation != generation or time.monotonic() - entry.cached_at > self.ttl:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: _Cached) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass(frozen=True)
+class _Cached:
+    user: SessionUser
+    generation: int
+    expiring: bool
+    last_used_at: datetime.datetime
+    cached_at: float
+
+
+def resolve_session(db: Database, settings: Settings, cache: SessionCache, token: str) -> SessionUser:
+    """The user behind a token, or 412 (SESSION_GONE / SESSION_EXPIRED). Inside a request's read
+    transaction (`db.read()` is re-entrant) this adds one query when the cache holds the token."""
+    key = token_hash(token)
     with db.read() as conn:
-        row = conn.execute(
-            select(
-                sessions.c.id,
-                sessions.c.expiring,
-                sessions.c.last_used_at,
-                users.c.id.label("user_id"),
-                users.c.username,
-                users.c.is_active,
-            )
-            .join(users, users.c.id == sessions.c.user_id)
-            .where(sessions.c.token_hash == token_hash(token))
-        ).one_or_none()
+        current = generation.current(conn)
+        entry = cache.get(key, current)
+        now = store.utcnow()
+        if entry is not None and now - entry.last_used_at <= min(TOUCH_INTERVAL, idle_limit(settings, entry.expiring)):
+            return entry.user
+        row = _session_row(conn, key)
         grants = grants_for(conn, row.user_id) if row is not None else frozenset()
     if row is None or not row.is_active:
         raise SessionGone("SESSION_GONE", "No session found for the token given")
-    now = store.utcnow()
+    sessions = db.tables["session"]
     idle = now - row.last_used_at
     if idle > idle_limit(settings, row.expiring):
         with db.write() as conn:
             conn.execute(delete(sessions).where(sessions.c.id == row.id))
         raise SessionGone("SESSION_EXPIRED", "Session timed out")
+    last_used = row.last_used_at
     if idle > TOUCH_INTERVAL:
         with db.write() as conn:
             conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
-    return SessionUser(row.id, row.user_id, row.username, grants)
+        last_used = now
+    user = SessionUser(row.id, row.user_id, row.username, grants)
+    cache.put(key, _Cached(user, current, row.expiring, last_used, time.monotonic()))
+    return user
+
+
+def _session_row(conn, key: str):
+    tables = conn.info["fonds_tables"]
+    sessions, users = tables["session"], tables["user"]
+    return conn.execute(
+        select(
+            sessions.c.id,
+            sessions.c.expiring,
+            sessions.c.last_used_at,
+            users.c.id.label("user_id"),
+            users.c.username,
+            users.c.is_active,
+        )
+        .join(users, users.c.id == sessions.c.user_id)
+        .where(sessions.c.token_hash == key)
+    ).one_or_none()
 
 
 def end_session(db: Database, token: str) -> bool:
     sessions = db.tables["session"]
     with db.write() as conn:
-        return conn.execute(delete(sessions).where(sessions.c.token_hash == token_hash(token))).rowcount > 0
+        ended = conn.execute(delete(sessions).where(sessions.c.token_hash == token_hash(token))).rowcount > 0
+        if ended:
+            generation.bump(conn)
+        return ended
 
 
 def end_sessions_of(conn, user_ids: list[int]) -> None:
     """Log the users out everywhere (password changed, deactivated, deleted)."""
     sessions = conn.info["fonds_tables"]["session"]
     conn.execute(delete(sessions).where(sessions.c.user_id.in_(user_ids)))
+    generation.bump(conn)
 
 
 def purge_expired(conn, settings: Settings) -> int:

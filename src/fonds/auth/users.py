@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 from sqlalchemy import select, update
 
-from fonds.auth import groups
+from fonds.auth import generation, groups
 from fonds.auth.passwords import hash_password
 from fonds.auth.permissions import GLOBAL_REPO_ID, has_permission, permissions_by_repository
 from fonds.auth.sessions import end_sessions_of
@@ -119,6 +119,7 @@ def update_user(records: RecordService, user_id: int, body: bytes, *, password: 
         if row.is_system and doc.get("is_active_user") is False:
             raise Conflict("The system administrator cannot be deactivated")
         result = records.update_in(conn, user_type, user_id, doc, warnings, lock_version, repo_id=None, actor=actor)
+        generation.bump(conn)  # a cached session holds the username
         if password_hash is not None:
             _set_password(conn, user_id, password_hash)
         elif row.is_active and doc.get("is_active_user") is False:

@@ -10,6 +10,10 @@ from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Threads serving requests (the app sets anyio's thread limiter to this) and the pool kept open
+# for them: with fewer pooled connections than threads, the pool closes and reopens a connection
+# (PRAGMAs and all) for a share of requests under load. Overflow is for work outside requests.
+REQUEST_THREADS = 16
 
 
 def normalise_url(url: str) -> str:
@@ -46,14 +50,17 @@ class Database:
         self.metadata = metadata
         self.kind = make_url(self.url).get_backend_name()
         if self.kind == "sqlite":
-            self.engine = create_engine(self.url, pool_size=8, max_overflow=16, hide_parameters=True)
+            self.engine = create_engine(self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, hide_parameters=True)
             _configure_sqlite(self.engine)
         else:
-            self.engine = create_engine(self.url, pool_size=8, max_overflow=16, pool_pre_ping=True, hide_parameters=True)
+            self.engine = create_engine(
+                self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, pool_pre_ping=True, hide_parameters=True
+            )
         # hide_parameters: a logged database error must not carry a password hash or token hash.
         # SQLite has one writer: queue writers of this process here instead of on the file lock.
         self._write_lock = threading.Lock() if self.kind == "sqlite" else None
         self.tables = metadata.tables
+        self._open_read = threading.local()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -68,9 +75,19 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        """A read transaction; inside one already open on this thread, that same one (so a
+        request's session check, permission check and record read share one transaction)."""
+        current = getattr(self._open_read, "conn", None)
+        if current is not None:
+            yield current
+            return
         with self.engine.connect() as conn, conn.begin():
             conn.info["fonds_tables"] = self.tables
-            yield conn
+            self._open_read.conn = conn
+            try:
+                yield conn
+            finally:
+                self._open_read.conn = None
 
     @property
     def version(self) -> str:

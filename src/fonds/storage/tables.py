@@ -119,6 +119,15 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("group_id", Integer, primary_key=True),
         Column("permission", String(64), primary_key=True),
     )
+    # One row, bumped in the transaction of every change that can end a session or change a
+    # user's rights (logout, password, deactivation, membership, grants): each worker's session
+    # cache compares it on every request, so no worker serves a session another has ended.
+    Table(
+        "auth_generation",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("value", Integer, nullable=False),
+    )
     # Failed logins per username and per client address, where every worker sees them.
     Table(
         "login_throttle",

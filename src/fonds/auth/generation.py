@@ -1,0 +1,19 @@
+"""The auth generation: one counter row bumped by every change that can end a session or
+change what a user may do, in that change's own transaction. Session caches compare it."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+ROW_ID = 1
+
+
+def bump(conn) -> None:
+    """Call inside the transaction making the change: every worker's cache drops what it holds."""
+    table = conn.info["fonds_tables"]["auth_generation"]
+    conn.execute(update(table).where(table.c.id == ROW_ID).values(value=table.c.value + 1))
+
+
+def current(conn) -> int:
+    table = conn.info["fonds_tables"]["auth_generation"]
+    return conn.execute(select(table.c.value).where(table.c.id == ROW_ID)).scalar_one()
