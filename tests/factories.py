@@ -6,7 +6,8 @@ import itertools
 import warnings
 from dataclasses import dataclass
 
-from fonds.records.registry import REGISTRY, RecordType
+from fonds.model import REGISTRY
+from fonds.records.registry import RecordType
 
 ADMIN_PASSWORD = "test-admin-password"
 USER_PASSWORD = "user-password-1"  # what `make_user` gives a user unless told otherwise

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 
 from fonds.api.deps import PUBLIC
 from fonds.auth import passwords
-from fonds.records.registry import REGISTRY
+from fonds.model import REGISTRY
 from tests.factories import ADMIN_PASSWORD, USER_PASSWORD, Api, make_user, minimal, new_client
 
 ACCESS_DENIED = {"error": "Access denied"}
