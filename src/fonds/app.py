@@ -14,6 +14,7 @@ from fonds import __version__
 from fonds.api import archival_objects, groups, sessions, system, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
+from fonds.auth.passwords import HashingGate
 from fonds.auth.sessions import SessionCache
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
@@ -51,7 +52,7 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, sessions=SessionCache())
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, sessions=SessionCache(), hashing=HashingGate())
 
 
 def _openapi(app: FastAPI, records_schemas: dict) -> dict:

@@ -96,6 +96,12 @@ class TooManyRequests(FondsError):
         return {"Retry-After": str(self.retry_after)}
 
 
+class ServiceBusy(TooManyRequests):
+    """503: the server is busy with work of this kind (password hashing); Retry-After says when to retry."""
+
+    status = 503
+
+
 def json_error(status: int, body: dict, headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
 

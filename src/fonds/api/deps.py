@@ -12,10 +12,11 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fonds.auth.passwords import HashingGate
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import SessionCache, SessionUser, resolve_session
 from fonds.config import Settings
-from fonds.errors import BadRequest, Denied, SessionGone, TooLarge, json_error
+from fonds.errors import BadRequest, Denied, ServiceBusy, SessionGone, TooLarge, json_error
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
 from fonds.storage.db import Database
@@ -33,6 +34,7 @@ class AppServices:
     registry: Registry
     records: RecordService
     sessions: SessionCache
+    hashing: HashingGate
 
 
 async def services(request: Request) -> AppServices:
@@ -82,6 +84,17 @@ def session_checked(app: ASGIApp) -> ASGIApp:
         await app(scope, receive, send)
 
     return check
+
+
+def hashing_gated(app: ASGIApp) -> ASGIApp:
+    async def gated(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            async with scope["app"].state.fonds.hashing:
+                await app(scope, receive, send)
+        except ServiceBusy as busy:
+            await json_error(busy.status, busy.body(), busy.headers())(scope, receive, send)
+
+    return gated
 
 
 async def session_gone_response(request: Request) -> Response | None:

@@ -10,7 +10,7 @@ from fastapi.routing import APIRoute
 from starlette.responses import Response
 from starlette.routing import request_response
 
-from fonds.api.deps import session_checked
+from fonds.api.deps import hashing_gated, session_checked
 
 JSON = "application/json"
 
@@ -21,16 +21,28 @@ def json_response(content: bytes | dict | list) -> Response:
 
 
 def add_route(
-    router: APIRouter, path: str, endpoint, *, methods: list[str], permission: str, fast=None, checks_session: bool = True, **kwargs
+    router: APIRouter,
+    path: str,
+    endpoint,
+    *,
+    methods: list[str],
+    permission: str,
+    fast=None,
+    checks_session: bool = True,
+    hashes_password: bool = False,
+    **kwargs,
 ) -> APIRoute:
     """`fast`: a plain Starlette handler that serves the route instead of FastAPI's per-request
     machinery (dependency solving, a thread-pool hop per sync dependency), resolving the session
     itself; `endpoint` then only declares the parameters, permission and OpenAPI description.
     `checks_session=False`: the route runs whatever token is sent (logging in is how a client
-    with a stale token recovers)."""
+    with a stale token recovers). `hashes_password`: the route waits its turn at the app's hashing
+    gate before taking a request thread."""
     router.add_api_route(path, endpoint, methods=methods, response_class=Response, **kwargs)
     route = router.routes[-1]
     route.fonds_permission = permission
+    if hashes_password:
+        route.app = hashing_gated(route.app)
     if fast is not None:
         route.app = request_response(fast)
     elif checks_session:

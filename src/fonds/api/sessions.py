@@ -58,6 +58,7 @@ def register(router: APIRouter) -> None:
         methods=["POST"],
         permission=PUBLIC,
         checks_session=False,
+        hashes_password=True,
         summary="Log in; returns a session token",
         tags=tags,
     )

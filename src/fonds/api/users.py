@@ -99,5 +99,16 @@ def register(router: APIRouter) -> None:
             one,
         ),
     ]
+    hashing = {create_user, update_user, change_password}  # wait for a turn at the hashing gate
     for path, endpoint, method, permission, summary, extra in routes:
-        add_route(router, path, endpoint, methods=[method], permission=permission, summary=summary, tags=tags, openapi_extra=extra)
+        add_route(
+            router,
+            path,
+            endpoint,
+            methods=[method],
+            permission=permission,
+            summary=summary,
+            tags=tags,
+            openapi_extra=extra,
+            hashes_password=endpoint in hashing,
+        )

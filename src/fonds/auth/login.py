@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from fonds.auth import throttle
-from fonds.auth.passwords import verify_password
+from fonds.auth.passwords import hash_password, needs_rehash, verify_password
 from fonds.auth.sessions import open_session, purge_expired
 from fonds.auth.users import user_document
 from fonds.errors import LoginFailed
@@ -23,7 +23,11 @@ def login(records, *, username: str, password: str, expiring: bool, address: str
     if user is None or not valid or not user.is_active:
         throttle.record_failure(db, settings, keys)
         raise LoginFailed()
+    # Computed before the write transaction: SQLite writers queue, and hashing takes a while.
+    new_hash = hash_password(password) if needs_rehash(user.password_hash) else None
     with db.write() as conn:
+        if new_hash is not None:
+            conn.execute(update(users).where(users.c.id == user.id).values(password_hash=new_hash))
         throttle.record_success(conn, throttle.user_key(username))
         # Logins are rare next to requests: a good moment to drop sessions nobody can use any more.
         purge_expired(conn, settings)

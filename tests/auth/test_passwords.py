@@ -1,0 +1,83 @@
+"""Password hashing: OWASP's argon2id parameters, rehashing of older hashes at login, and the
+gate that keeps concurrent hashing bounded (503 with Retry-After past a short wait)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+from argon2 import PasswordHasher
+from sqlalchemy import select, update
+
+from fonds.auth import passwords
+from fonds.auth.passwords import HashingGate
+from tests.factories import ADMIN_PASSWORD, new_client
+
+
+def stored_hash(app, username: str = "admin") -> str:
+    db = app.state.fonds.db
+    users = db.tables["user"]
+    with db.engine.connect() as conn:
+        return conn.execute(select(users.c.password_hash).where(users.c.username == username)).scalar_one()
+
+
+def set_stored_hash(app, password_hash: str, username: str = "admin") -> None:
+    db = app.state.fonds.db
+    users = db.tables["user"]
+    with db.engine.begin() as conn:
+        conn.execute(update(users).where(users.c.username == username).values(password_hash=password_hash))
+
+
+def login(app):
+    return new_client(app).post("/users/admin/login", data={"password": ADMIN_PASSWORD})
+
+
+def test_hashes_use_owasps_argon2id_parameters():
+    # In a process of its own: the test session swaps in argon2's cheapest parameters.
+    code = "from fonds.auth.passwords import hash_password; print(hash_password('a password'))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
+    assert result.stdout.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+
+
+def test_a_hash_with_older_parameters_still_logs_in_and_is_replaced(app):
+    older = PasswordHasher(time_cost=passwords._hasher.time_cost + 1, memory_cost=64, parallelism=1).hash(ADMIN_PASSWORD)
+    set_stored_hash(app, older)
+    assert login(app).status_code == 200
+    replaced = stored_hash(app)
+    assert replaced != older
+    assert not passwords.needs_rehash(replaced)
+    assert login(app).status_code == 200
+    assert stored_hash(app) == replaced  # current hashes are left alone
+
+
+def test_a_wrong_password_does_not_rehash(app):
+    older = PasswordHasher(time_cost=passwords._hasher.time_cost + 1, memory_cost=64, parallelism=1).hash(ADMIN_PASSWORD)
+    set_stored_hash(app, older)
+    assert new_client(app).post("/users/admin/login", data={"password": "not it"}).status_code == 403
+    assert stored_hash(app) == older
+
+
+def with_gate(app, gate: HashingGate) -> None:
+    app.state.fonds = dataclasses.replace(app.state.fonds, hashing=gate)
+
+
+def test_logins_past_the_hashing_gate_wait_then_get_503_with_retry_after(app, api):
+    with_gate(app, HashingGate(slots=0, wait=0.05))  # no free turn: every hashing request times out
+    response = login(app)
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == str(passwords.RETRY_AFTER_SECONDS)
+    assert "try again" in response.json()["error"]
+    changed = api.post(f"/users/{api.user_id}/password", params={"password": "a new password"})
+    assert changed.status_code == 503
+    # Requests that hash nothing keep being served.
+    assert api.get("/users/current-user").status_code == 200
+    assert new_client(app).get("/version").status_code == 200
+
+
+def test_the_gate_gives_its_turns_back(app):
+    with_gate(app, HashingGate(slots=1, wait=0.05))
+    assert [login(app).status_code for _ in range(3)] == [200, 200, 200]
+    assert new_client(app).post("/users/admin/login", data={"password": "not it"}).status_code == 403
+    assert login(app).status_code == 200
