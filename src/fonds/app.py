@@ -10,7 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, sessions, system, users
+from fonds.api import archival_objects, groups, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.bootstrap import bootstrap
@@ -100,6 +100,7 @@ def create_app(settings: Settings) -> FastAPI:
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
+    trees.register(app.router, REGISTRY)
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
     app.add_middleware(SessionCheck)

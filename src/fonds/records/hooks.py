@@ -118,7 +118,7 @@ class ResourceHooks(Hooks):
 
     def derive(self, ctx, doc):
         doc["tree"] = {"ref": f"{ctx.uri}/tree"}
-        ctx.columns.update(identifier=_identifier(doc), ead_id=doc.get("ead_id"), level=doc.get("level"))
+        ctx.columns.update(identifier=_identifier(doc), ead_id=doc.get("ead_id"), level=doc.get("level"), publish=bool(doc.get("publish")))
 
 
 def _date_label(date: dict) -> str:
@@ -139,7 +139,7 @@ def archival_object_display_string(doc: dict) -> str:
 
 class ArchivalObjectHooks(Hooks):
     def derive(self, ctx, doc):
-        from fonds.records import tree
+        from fonds.records.trees import placement
 
         if ctx.existing is not None:
             if doc.get("ref_id") != ctx.existing.ref_id:
@@ -149,18 +149,14 @@ class ArchivalObjectHooks(Hooks):
             doc["ref_id"] = uuid.uuid4().hex
             ctx.stale = True
         doc["display_string"] = archival_object_display_string(doc)
-        tree.place(ctx, doc)
-        ctx.columns.update(ref_id=doc["ref_id"], component_id=doc.get("component_id"), level=doc.get("level"))
-
-    def on_delete(self, conn, rows, deleted):
-        from fonds.records import tree
-
-        tree.close_gaps(conn, rows, deleted)
-
-    def read_extras(self, conn, rows):
-        from fonds.records import tree
-
-        return tree.read_extras(conn, rows)
+        placement.place(ctx, doc)
+        ctx.columns.update(
+            ref_id=doc["ref_id"],
+            component_id=doc.get("component_id"),
+            level=doc.get("level"),
+            publish=bool(doc.get("publish")),
+            display_string=doc["display_string"],
+        )
 
 
 def _sha(*parts) -> str:

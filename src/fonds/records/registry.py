@@ -69,6 +69,28 @@ class RequiredOneOf:
 
 
 @dataclass(frozen=True)
+class TreeSpec:
+    """A hierarchy two record types form: `root` records (a resource) hold ordered trees of `node`
+    records (archival objects). Each node's JSON refs its root under the field named after the
+    root type and its parent node under `parent`; its table keeps `<root>_id`, `parent_id` and
+    `position` (physical, gapped: see records/trees/positions.py). Both types declare the same
+    spec, and every tree route, read and move is written once against it."""
+
+    root: str
+    node: str
+    # The jsonmodel_type of a batch of new children (`POST …/children`).
+    children_type: str
+
+    @property
+    def root_field(self) -> str:
+        return self.root
+
+    @property
+    def root_column(self) -> str:
+        return f"{self.root}_id"
+
+
+@dataclass(frozen=True)
 class RecordType:
     name: str
     path: str
@@ -87,6 +109,8 @@ class RecordType:
     allowed_in_global_repository: bool = False
     # ArchivesSpace's 404 message where it is not "<Model> not found".
     missing_message: str = ""
+    # The hierarchy this type is the root or a node of.
+    tree: TreeSpec | None = None
 
     @property
     def repo_scoped(self) -> bool:
@@ -161,6 +185,9 @@ class Registry:
     def table_specs(self) -> list[TableSpec]:
         return [t.table_spec() for t in self]
 
+    def trees(self) -> list[TreeSpec]:
+        return list(dict.fromkeys(t.tree for t in self if t.tree is not None))
+
 
 def _id_column(name: str, index: bool = False) -> ColumnSpec:
     return ColumnSpec(name, Integer(), index=index)
@@ -174,6 +201,7 @@ IDENTIFIER_TAKEN = "That ID is already in use"
 # Deleting a top container deletes the instances that point at it (ArchivesSpace).
 INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
 ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
+ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children")
 
 REGISTRY = Registry(
     [
@@ -210,13 +238,19 @@ REGISTRY = Registry(
             model_name="Resource",
             permissions=Permissions(create="update_resource_record", update="update_resource_record", **ARCHIVAL),
             minimum=(RequiredOneOf(("title",)),),
-            columns=(_text_column("identifier", 1024), _text_column("ead_id"), _text_column("level")),
+            columns=(
+                _text_column("identifier", 1024),
+                _text_column("ead_id"),
+                _text_column("level"),
+                ColumnSpec("publish", Boolean()),
+            ),
             unique_keys=(
                 UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),
                 UniqueKey(("repo_id", "ead_id"), "ead_id", "Must be unique"),
             ),
             ref_rules=INSTANCE_RULES,
             hooks=hooks.ResourceHooks(),
+            tree=ARCHIVAL_TREE,
         ),
         RecordType(
             name="archival_object",
@@ -240,11 +274,15 @@ REGISTRY = Registry(
                 _text_column("ref_id"),
                 _text_column("component_id", index=True),
                 _text_column("level"),
+                ColumnSpec("publish", Boolean()),
+                # Tree views list thousands of nodes by display string without parsing their JSON.
+                _text_column("display_string", 8192),
             ),
             unique_keys=(UniqueKey(("resource_id", "ref_id"), "ref_id", "An Archival Object Ref ID must be unique to its resource"),),
             indexes=(("resource_id", "parent_id", "position"),),
             ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
             hooks=hooks.ArchivalObjectHooks(),
+            tree=ARCHIVAL_TREE,
         ),
         RecordType(
             name="subject",

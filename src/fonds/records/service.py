@@ -16,6 +16,7 @@ from fonds.records import deletion, refs
 from fonds.records.hooks import GLOBAL_REPO_ID, WriteContext
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
+from fonds.records.trees import node_fields
 from fonds.records.validation import RecordValidator, find_refs
 from fonds.storage import records as store
 from fonds.storage.db import Database
@@ -61,21 +62,10 @@ def splice(body: bytes, extra: dict | None) -> bytes:
 class TreeQueries:
     """Archival-object lookups mixed into the service (kept apart to keep the CRUD core short)."""
 
-    def tree_children(self, *, repo_id: int, record_id: int, resolve: list[str]) -> bytes:
-        record_type = self.registry["archival_object"]
-        with self.db.read() as conn:
-            table = conn.info["fonds_tables"][record_type.name]
-            if store.fetch(conn, table, record_id, repo_id=repo_id) is None:
-                self._check_repository(conn, record_type, repo_id, writing=False)
-                raise NotFound(record_type.not_found())
-            rows = conn.execute(select(table).where(table.c.parent_id == record_id).order_by(table.c.position)).all()
-            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
-        return b"[" + b",".join(bodies) + b"]"
-
     def find_archival_objects(self, *, repo_id: int, ref_ids: list[str], component_ids: list[str], resolve: list[str]) -> bytes:
         record_type = self.registry["archival_object"]
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table = conn.info["fonds_tables"][record_type.name]
             if not ref_ids and not component_ids:
                 return b'{"archival_objects":[]}'
@@ -101,7 +91,9 @@ class RecordService(TreeQueries):
     # -- writing ---------------------------------------------------------------------------
 
     def prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
-        doc = parse_body(body)
+        return self.prepare_doc(record_type, parse_body(body), creating=creating)
+
+    def prepare_doc(self, record_type: RecordType, doc: dict, *, creating: bool) -> tuple[dict, dict, object]:
         given = doc.get("jsonmodel_type")
         if given in (None, "") and creating:
             raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
@@ -130,7 +122,7 @@ class RecordService(TreeQueries):
                 found.append((refs.field_pattern(path), path, target.record_type.name, target.record_id))
         return found
 
-    def _check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool) -> None:
+    def check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool = False) -> None:
         if not record_type.repo_scoped:
             return
         table = conn.info["fonds_tables"]["repository"]
@@ -184,7 +176,7 @@ class RecordService(TreeQueries):
     def create_in(
         self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor, options: dict | None = None
     ) -> dict:
-        self._check_repository(conn, record_type, repo_id, writing=True)
+        self.check_repository(conn, record_type, repo_id, writing=True)
         now = store.utcnow()
         table = conn.info["fonds_tables"][record_type.name]
         record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)
@@ -232,7 +224,7 @@ class RecordService(TreeQueries):
         actor: Actor,
         options: dict | None = None,
     ) -> dict:
-        self._check_repository(conn, record_type, repo_id, writing=False)
+        self.check_repository(conn, record_type, repo_id, writing=False)
         table = conn.info["fonds_tables"][record_type.name]
         row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
         if row is None:
@@ -287,7 +279,7 @@ class RecordService(TreeQueries):
             return self.delete_in(conn, record_type, record_id, repo_id=repo_id, actor=actor)
 
     def delete_in(self, conn, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
-        self._check_repository(conn, record_type, repo_id, writing=False)
+        self.check_repository(conn, record_type, repo_id, writing=False)
         table = conn.info["fonds_tables"][record_type.name]
         row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
         if row is None:
@@ -303,11 +295,15 @@ class RecordService(TreeQueries):
 
     def render(self, conn, record_type: RecordType, rows) -> list[bytes]:
         extras = record_type.hooks.read_extras(conn, rows) if rows else None
+        tree = record_type.tree
+        if rows and tree is not None and tree.node == record_type.name:
+            # A node's position and ancestors are computed at read time.
+            extras = node_fields.read_extras(conn, self.registry, tree, rows)
         if extras is None:
             return [row.json for row in rows]
         return [splice(row.json, extra) for row, extra in zip(rows, extras)]
 
-    def _with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
+    def with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
         wanted = refs.parse_resolve(resolve)
         if not wanted or not bodies:
             return bodies
@@ -320,9 +316,9 @@ class RecordService(TreeQueries):
             table = conn.info["fonds_tables"][record_type.name]
             row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None)
             if row is None:
-                self._check_repository(conn, record_type, repo_id, writing=False)
+                self.check_repository(conn, record_type, repo_id, writing=False)
                 raise NotFound(record_type.not_found())
-            return self._with_resolved(conn, self.render(conn, record_type, [row]), resolve)[0]
+            return self.with_resolved(conn, self.render(conn, record_type, [row]), resolve)[0]
 
     def _scope(self, conn, record_type: RecordType, repo_id: int | None):
         table = conn.info["fonds_tables"][record_type.name]
@@ -336,13 +332,13 @@ class RecordService(TreeQueries):
 
     def list_page(self, record_type: RecordType, *, repo_id: int | None, page: Page, resolve: list[str]) -> bytes:
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
             rows = conn.execute(
                 select(table).where(*where).order_by(table.c.id).limit(page.size).offset((page.number - 1) * page.size)
             ).all()
-            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+            bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
         last_page = max(1, -(-total // page.size))
         head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
         return head + b',"results":[' + b",".join(bodies) + b"]}"
@@ -358,18 +354,18 @@ class RecordService(TreeQueries):
     ) -> bytes:
         """Every record (or those in `ids`, or whose columns equal `matching`) as a plain JSON array."""
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             if ids is not None:
                 where.append(table.c.id.in_(ids))
             where += [table.c[column] == value for column, value in (matching or {}).items()]
             rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
-            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+            bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
         return b"[" + b",".join(bodies) + b"]"
 
     def list_ids(self, record_type: RecordType, *, repo_id: int | None) -> bytes:
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
         return orjson.dumps(ids)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, Row, Table, delete, insert, select, update
 
 
 def utcnow() -> datetime.datetime:
@@ -52,11 +52,23 @@ def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None
     return conn.execute(statement).one_or_none()
 
 
-def fetch_many(conn: Connection, table: Table, ids: Iterable[int]) -> list[Row]:
-    ids = list(ids)
-    if not ids:
-        return []
-    return list(conn.execute(select(table).where(table.c.id.in_(ids)).order_by(table.c.id)))
+# Ids per IN list: far below PostgreSQL's 65,535 parameters per statement, big enough that a
+# 100,000-record cascade is a few dozen statements.
+CHUNK = 5000
+
+
+def chunks(items: list, size: int = CHUNK) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None) -> list[Row]:
+    """The rows with these ids (all columns, or only `columns`), by id, in bounded statements."""
+    found: list[Row] = []
+    selected = [table.c[name] for name in columns] if columns else [table]
+    for chunk in chunks(sorted(set(ids))):
+        found += conn.execute(select(*selected).where(table.c.id.in_(chunk)).order_by(table.c.id)).all()
+    return found
 
 
 def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: int) -> int | None:
@@ -74,9 +86,16 @@ def record_change(conn: Connection, tables, *, record_type: str, record_id: int,
 
 
 def record_changes(conn: Connection, tables, changes: list[dict]) -> None:
-    """Append change rows (record_type, record_id, repo_id, uri, op, at) in one statement."""
-    if changes:
-        conn.execute(insert(tables["change_log"]), changes)
+    """Append change rows (record_type, record_id, repo_id, uri, op, at) in one statement per chunk."""
+    for chunk in chunks(changes, 1000):
+        conn.execute(insert(tables["change_log"]), chunk)
+
+
+def record_changes_from(conn: Connection, tables, query) -> None:
+    """Append change rows selected by `query` (columns record_type, record_id, repo_id, uri, op,
+    at): one statement however many records a subtree holds."""
+    log = tables["change_log"]
+    conn.execute(insert(log).from_select(["record_type", "record_id", "repo_id", "uri", "op", "at"], query))
 
 
 def replace_links(conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]]) -> None:
@@ -119,18 +138,19 @@ def retarget_links(
 def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:
     """Every link pointing at one of `targets` ((type, id) pairs)."""
     table = tables["record_link"]
-    targets = list(targets)
+    by_type: dict[str, list[int]] = {}
+    for target_type, target_id in targets:
+        by_type.setdefault(target_type, []).append(target_id)
     found: list[Row] = []
-    for start in range(0, len(targets), 500):
-        chunk = targets[start : start + 500]
-        found += conn.execute(select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(chunk))).all()
+    for target_type, ids in sorted(by_type.items()):
+        for chunk in chunks(sorted(set(ids))):
+            found += conn.execute(select(table).where(table.c.target_type == target_type, table.c.target_id.in_(chunk))).all()
     return found
 
 
 def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
     table, links = tables[record_type], tables["record_link"]
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+    for chunk in chunks(ids):
         conn.execute(delete(table).where(table.c.id.in_(chunk)))
         conn.execute(delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)))
         conn.execute(delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)))
