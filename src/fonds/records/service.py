@@ -163,7 +163,7 @@ class RecordService(TreeQueries):
             conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
         ):
             raise Conflict("The record you tried to update has been modified since you fetched it.")
-        store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links)
+        store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links, fresh=op == "created")
         store.record_change(
             conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now
         )
@@ -174,9 +174,20 @@ class RecordService(TreeQueries):
             return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor, options=options)
 
     def create_in(
-        self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor, options: dict | None = None
+        self,
+        conn,
+        record_type: RecordType,
+        doc: dict,
+        warnings: dict,
+        *,
+        repo_id: int | None,
+        actor: Actor,
+        options: dict | None = None,
+        repository_checked: bool = False,
     ) -> dict:
-        self.check_repository(conn, record_type, repo_id, writing=True)
+        """`repository_checked`: the caller (a batch) checked the repository in this transaction."""
+        if not repository_checked:
+            self.check_repository(conn, record_type, repo_id, writing=True)
         now = store.utcnow()
         table = conn.info["fonds_tables"][record_type.name]
         record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)

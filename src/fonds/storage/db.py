@@ -40,6 +40,12 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _start(conn: Connection, tables) -> None:
+    conn.info["fonds_tables"] = tables
+    # Row locks taken in this transaction (connection info outlives it: reset for each).
+    conn.info["fonds_locked"] = set()
+
+
 class Database:
     def __init__(self, url: str, metadata: MetaData):
         self.url = normalise_url(url)
@@ -59,17 +65,17 @@ class Database:
     def write(self) -> Iterator[Connection]:
         if self._write_lock is None:
             with self.engine.connect() as conn, conn.begin():
-                conn.info["fonds_tables"] = self.tables
+                _start(conn, self.tables)
                 yield conn
             return
         with self._write_lock, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
-            conn.info["fonds_tables"] = self.tables
+            _start(conn, self.tables)
             yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
         with self.engine.connect() as conn, conn.begin():
-            conn.info["fonds_tables"] = self.tables
+            _start(conn, self.tables)
             yield conn
 
     @property

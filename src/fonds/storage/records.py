@@ -98,10 +98,14 @@ def record_changes_from(conn: Connection, tables, query) -> None:
     conn.execute(insert(log).from_select(["record_type", "record_id", "repo_id", "uri", "op", "at"], query))
 
 
-def replace_links(conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]]) -> None:
-    """Record the refs a record holds: (field pattern, concrete path, target type, target id)."""
+def replace_links(
+    conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]], fresh: bool = False
+) -> None:
+    """Record the refs a record holds: (field pattern, concrete path, target type, target id).
+    `fresh`: the record was just created, so it holds no links yet."""
     table = tables["record_link"]
-    conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
+    if not fresh:
+        conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
     if links:
         conn.execute(
             insert(table),

@@ -79,8 +79,9 @@ def add_children(service, target_type, target_id: int, repo_id: int, body: bytes
 
 
 def create_many(service, conn, node_type, prepared: list[tuple[dict, dict]], *, repo_id: int, actor) -> None:
+    service.check_repository(conn, node_type, repo_id, writing=True)
     for index, (doc, warnings) in enumerate(prepared):
         try:
-            service.create_in(conn, node_type, doc, warnings, repo_id=repo_id, actor=actor)
+            service.create_in(conn, node_type, doc, warnings, repo_id=repo_id, actor=actor, repository_checked=True)
         except Invalid as error:
             raise _prefixed(error, index) from None

@@ -50,7 +50,10 @@ def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
             owners.add((spec.node, siblings.parent_id))
         elif siblings.root_id is not None:
             owners.add((spec.root, siblings.root_id))
-    for type_name, record_id in sorted(owners):
+    # Locks last until the transaction ends: a batch locks each owner once.
+    held = conn.info.setdefault("fonds_locked", set())
+    for type_name, record_id in sorted(owners - held):
+        held.add((type_name, record_id))
         table = tables[type_name]
         conn.execute(select(table.c.id).where(table.c.id == record_id).with_for_update()).first()
 
