@@ -44,7 +44,10 @@ class Bench:
     def children(self, target: str, titles: list[str]) -> None:
         for start in range(0, len(titles), BATCH):
             chunk = titles[start : start + BATCH]
-            body = {"jsonmodel_type": "archival_record_children", "children": [{"title": t, "level": "file", "publish": True} for t in chunk]}
+            body = {
+                "jsonmodel_type": "archival_record_children",
+                "children": [{"title": t, "level": "file", "publish": True} for t in chunk],
+            }
             began = time.perf_counter()
             self.ok(self.http.post(f"{target}/children", json=body))
             self.load_seconds += time.perf_counter() - began
@@ -55,7 +58,9 @@ class Bench:
         return self.ok(self.http.get(f"{resource}/tree/waypoint", params=params))
 
     def build(self, repo: int, total: int, wide: int = WIDE) -> dict:
-        resource = self.ok(self.http.post(f"/repositories/{repo}/resources", json={"jsonmodel_type": "resource", "title": "Bench", "publish": True}))["uri"]
+        resource = self.ok(
+            self.http.post(f"/repositories/{repo}/resources", json={"jsonmodel_type": "resource", "title": "Bench", "publish": True})
+        )["uri"]
         self.children(resource, ["S0", "S1", "S2", "S3", "S4"])
         s0, s1, *rest = (e["uri"] for e in self.waypoint(resource, None))
         self.children(s0, [f"wide {i:05d}" for i in range(wide)])
@@ -85,11 +90,15 @@ class Bench:
         figures = {"components": self.created, "load_rate_per_s": round(self.created / self.load_seconds)}
         figures["tree_root"] = self.timed(50, lambda i: self.ok(self.http.get(f"{resource}/tree/root")))
         figures["waypoint_of_wide_node"] = self.timed(50, lambda i: self.waypoint(resource, wide, (i * 37) % -(-self.wide // 200)))
-        figures["tree_node_depth_6"] = self.timed(50, lambda i: self.ok(self.http.get(f"{resource}/tree/node", params={"node_uri": tree["leaf"]})))
+        figures["tree_node_depth_6"] = self.timed(
+            50, lambda i: self.ok(self.http.get(f"{resource}/tree/node", params={"node_uri": tree["leaf"]}))
+        )
         wide_id = wide.rsplit("/", 1)[1]
         pages = -(-self.wide // 200)
         last = [e["uri"] for e in self.waypoint(resource, wide, pages - 1)]
-        figures["move_to_front_of_wide"] = self.timed(20, lambda i: self.ok(self.http.post(f"{last[-1 - i]}/parent", params={"parent": wide_id, "position": 0})))
+        figures["move_to_front_of_wide"] = self.timed(
+            20, lambda i: self.ok(self.http.post(f"{last[-1 - i]}/parent", params={"parent": wide_id, "position": 0}))
+        )
         first = self.waypoint(resource, wide, 0)
         assert [e["uri"] for e in first[:20]] == last[-20:], "moved nodes are not at the front in order"
         assert [e["position"] for e in self.waypoint(resource, wide, pages - 1)] == list(range((pages - 1) * 200, self.wide))
@@ -128,7 +137,9 @@ def main() -> None:
     args = parser.parse_args()
     bench = Bench(args.url, args.password)
     bench.wide = args.wide
-    repo = bench.ok(bench.http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": f"B{int(time.time())}", "name": "Bench"}))["id"]
+    repo = bench.ok(
+        bench.http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": f"B{int(time.time())}", "name": "Bench"})
+    )["id"]
     began = time.perf_counter()
     tree = bench.build(repo, args.total, args.wide)
     print(f"built {bench.created} components in {time.perf_counter() - began:.0f} s", flush=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import make_user
-from tests.records.helpers import instance, make_resource, make_top_container, read
+from tests.records.helpers import instance, make_resource, read
 from tests.records.tree_helpers import add_children, children, old_route_walk, record_id
 
 WAYPOINT_KEYS = {
@@ -243,7 +243,15 @@ def test_older_tree_route_shape(api, papers):
         "has_children": True,
         "instance_types": ["mixed_materials"],
         "containers": [
-            {"type_1": "box", "indicator_1": "7 [B7]", "type_2": None, "indicator_2": None, "barcode_2": None, "type_3": None, "indicator_3": None}
+            {
+                "type_1": "box",
+                "indicator_1": "7 [B7]",
+                "type_2": None,
+                "indicator_2": None,
+                "barcode_2": None,
+                "type_3": None,
+                "indicator_3": None,
+            }
         ],
     }
     assert tree["children"][1]["level"] == "group"
@@ -297,7 +305,7 @@ def test_bad_parameters_are_400_naming_the_field(api, papers, route, params, fie
 
 
 def test_unknown_resource_and_foreign_node_are_404(api, repo, papers):
-    resource, letters, _ = papers
+    _, letters, _ = papers
     assert api.get(f"/repositories/{repo}/resources/999/tree/root").status_code == 404
     other = make_resource(api, repo, "Other")
     assert api.get(f"{other}/tree/node", params={"node_uri": letters}).status_code == 404

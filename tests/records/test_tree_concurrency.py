@@ -41,12 +41,16 @@ def test_concurrent_appends_and_moves_under_one_parent(api, repo):
             body = {"children": [{"title": t, "level": "file"} for t in titles]}
             statuses.append(clients[writer].post(f"{series}/children", json=body).status_code)
             single = {"jsonmodel_type": "archival_object", "title": f"w{writer} r{n} single", "level": "file", "parent": {"ref": series}}
-            statuses.append(clients[writer].post(f"/repositories/{repo}/archival_objects", json={**single, "resource": {"ref": resource}}).status_code)
+            statuses.append(
+                clients[writer].post(f"/repositories/{repo}/archival_objects", json={**single, "resource": {"ref": resource}}).status_code
+            )
         return statuses
 
     def move(writer: int) -> list[int]:
         return [
-            clients[writer].post(f"{seeds[(writer + n) % len(seeds)]}/parent", params={"parent": record_id(series), "position": n % 3}).status_code
+            clients[writer]
+            .post(f"{seeds[(writer + n) % len(seeds)]}/parent", params={"parent": record_id(series), "position": n % 3})
+            .status_code
             for n in range(ROUNDS * 2)
         ]
 

@@ -22,7 +22,9 @@ def test_batch_children_of_a_node_take_its_resource_and_parent(api, repo):
     resource = make_resource(api, repo)
     add_children(api, resource, ["Series"])
     series = children_of_root(api, resource)[0]
-    response = api.post(f"{series}/children", json={"children": [{"title": "F", "level": "file", "resource": {"ref": "/repositories/2/resources/999"}}]})
+    response = api.post(
+        f"{series}/children", json={"children": [{"title": "F", "level": "file", "resource": {"ref": "/repositories/2/resources/999"}}]}
+    )
     assert response.status_code == 200, response.text
     assert response.json() == {"status": "Updated", "id": record_id(series), "lock_version": 0, "stale": None}
     [child] = children(api, series)

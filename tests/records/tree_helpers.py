@@ -41,9 +41,16 @@ def titles_in_order(api, resource_uri: str, parent_uri: str | None = None) -> li
 
 
 def walk_tree(api, uri: str):
-    """ArchivesSnake's utils.walk_tree, call for call: each record, then its waypoints' children."""
-    resource_uri = uri
-    yield from _handle_waypoint(api, f"{resource_uri}/tree/waypoint", api.get(f"{resource_uri}/tree/root", params={"offset": 0}).json())
+    """ArchivesSnake's utils.walk_tree, call for call: from a resource or an archival object,
+    each record, then the children of each of its waypoints."""
+    params = {"offset": 0}
+    if "archival_object" not in uri:
+        resource_uri = uri
+        start = api.get(f"{resource_uri}/tree/root", params=params).json()
+    else:
+        resource_uri = api.get(uri).json()["resource"]["ref"]
+        start = api.get(f"{resource_uri}/tree/node", params={**params, "node_uri": uri}).json()
+    yield from _handle_waypoint(api, f"{resource_uri}/tree/waypoint", start)
 
 
 def _handle_waypoint(api, waypoints_uri: str, waypoint: dict):

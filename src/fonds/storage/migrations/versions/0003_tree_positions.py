@@ -53,12 +53,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # Back to contiguous positions: each node's index among its siblings.
+    # Back to contiguous positions: each node's index among its siblings (ranked first, in a
+    # materialised subquery, so no row sees another's new value).
     op.execute(
-        "UPDATE archival_object SET position = (SELECT count(*) FROM archival_object AS other"
-        " WHERE other.resource_id IS NOT DISTINCT FROM archival_object.resource_id"
-        " AND other.parent_id IS NOT DISTINCT FROM archival_object.parent_id"
-        " AND other.position < archival_object.position) WHERE position IS NOT NULL"
+        "UPDATE archival_object SET position = ranked.rank FROM (SELECT id, row_number() OVER"
+        " (PARTITION BY resource_id, parent_id ORDER BY position, id) - 1 AS rank FROM archival_object"
+        " WHERE position IS NOT NULL) AS ranked WHERE archival_object.id = ranked.id"
     )
     with op.batch_alter_table("resource", schema=None) as batch_op:
         batch_op.drop_column("publish")
