@@ -9,7 +9,7 @@ from alembic import command
 from sqlalchemy import select
 
 from fonds.app import create_app
-from fonds.records.registry import database_metadata
+from fonds.model import database_metadata
 from fonds.storage import migrate
 from fonds.storage.db import Database
 from tests.factories import Api
