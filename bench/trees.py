@@ -77,6 +77,16 @@ class Bench:
             remaining, n = total - self.created, n + 1
         return {"resource": resource, "wide": s0, "leaf": chain[-1]}
 
+    def existing(self, resource: str) -> dict:
+        """A tree built earlier by `build` (maybe cut short): its widest node and deepest leaf."""
+        s0, s1 = (e["uri"] for e in self.waypoint(resource, None)[:2])
+        node = s1
+        for _ in range(5):
+            node = self.waypoint(resource, node)[0]["uri"]
+        self.wide = self.ok(self.http.get(f"{resource}/tree/node", params={"node_uri": s0}))["child_count"]
+        self.created = len(self.ok(self.http.get(f"{resource}/ordered_records"))["uris"]) - 1
+        return {"resource": resource, "wide": s0, "leaf": node}
+
     def timed(self, count: int, call) -> dict:
         samples = []
         for i in range(count):
@@ -87,7 +97,9 @@ class Bench:
 
     def measure(self, tree: dict, repo: int) -> dict:
         resource, wide = tree["resource"], tree["wide"]
-        figures = {"components": self.created, "load_rate_per_s": round(self.created / self.load_seconds)}
+        figures = {"components": self.created, "wide_children": self.wide}
+        if self.load_seconds:
+            figures["load_rate_per_s"] = round(self.created / self.load_seconds)
         figures["tree_root"] = self.timed(50, lambda i: self.ok(self.http.get(f"{resource}/tree/root")))
         figures["waypoint_of_wide_node"] = self.timed(50, lambda i: self.waypoint(resource, wide, (i * 37) % -(-self.wide // 200)))
         figures["tree_node_depth_6"] = self.timed(
@@ -134,9 +146,14 @@ def main() -> None:
     parser.add_argument("--password", default="admin")
     parser.add_argument("--total", type=int, default=100_000)
     parser.add_argument("--wide", type=int, default=WIDE, help="children of the widest node")
+    parser.add_argument("--resource", help="measure this resource, built earlier (by a run cut short), instead of building one")
     args = parser.parse_args()
     bench = Bench(args.url, args.password)
     bench.wide = args.wide
+    if args.resource:
+        repo = int(args.resource.split("/")[2])
+        print(json.dumps(bench.measure(bench.existing(args.resource), repo)))
+        return
     repo = bench.ok(
         bench.http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": f"B{int(time.time())}", "name": "Bench"})
     )["id"]
