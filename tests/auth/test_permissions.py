@@ -230,6 +230,10 @@ class World:
             else:
                 target = self.ids[(record_type.name, repo_id if record_type.repo_scoped else None)]
             url = url.replace("{id}", str(target))
+        if record_type is not None and record_type.tree is not None and kind == "sub":
+            params.update(self._tree_params(path, url, repo_id))
+            if path.endswith("/children") and method == "POST":
+                body = {"jsonmodel_type": record_type.tree.children_type, "children": [{"title": "walked", "level": "file"}]}
         if method == "POST":
             if kind == "collection":
                 body = self._new(record_type, actor)
@@ -246,6 +250,16 @@ class World:
                     {"repo_id": repo_id, "remove_groups": "false", "groups[]": [self.api.group_uri(repo_id, "repository-managers")]}
                 )
         return actor.client.request(method, url, params=params, json=body)
+
+    def _tree_params(self, path: str, url: str, repo_id: int) -> dict:
+        """A node to show or move for a tree route: a new one under the route's record (made by the admin)."""
+        target = url.rsplit("/", 2)[0] if "/tree/" in url else url.rsplit("/", 1)[0]
+        wanted = ("/tree/node", "/tree/node_from_root", "/accept_children")
+        if not path.endswith(wanted):
+            return {"offset": 0} if path.endswith("/tree/waypoint") else {}
+        under = {"parent": {"ref": target}} if "/archival_objects/" in target else {"resource": {"ref": target}}
+        node = self.api.create(f"/repositories/{repo_id}/archival_objects", {"jsonmodel_type": "archival_object", "title": "n", **under})
+        return {"node_uri": node["uri"], "node_ids[]": node["id"], "children[]": node["uri"], "position": 0}
 
     def _type_of(self, path: str):
         if "{id}" not in path and "{repo_id}" not in path and path not in {t.collection_path for t in REGISTRY}:

@@ -71,8 +71,11 @@ def resolve_session(db: Database, settings: Settings, token: str) -> SessionUser
             conn.execute(delete(sessions).where(sessions.c.id == row.id))
         raise SessionGone("SESSION_EXPIRED", "Session timed out")
     if idle > TOUCH_INTERVAL:
-        with db.write() as conn:
-            conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
+        # Skipped while a long write (deleting a 100,000-component resource) holds SQLite's lock:
+        # a read must not wait for it, and the next request touches the session instead.
+        with db.write_if_free() as conn:
+            if conn is not None:
+                conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
     return SessionUser(row.id, row.user_id, row.username, grants)
 
 

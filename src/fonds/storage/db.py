@@ -73,6 +73,24 @@ class Database:
             yield conn
 
     @contextmanager
+    def write_if_free(self) -> Iterator[Connection | None]:
+        """A write transaction, or None at once if another write of this process holds the SQLite
+        lock: for bookkeeping (a session's last use) that must not wait behind a long write."""
+        if self._write_lock is None:
+            with self.write() as conn:
+                yield conn
+            return
+        if not self._write_lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            with self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
+                _start(conn, self.tables)
+                yield conn
+        finally:
+            self._write_lock.release()
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         with self.engine.connect() as conn, conn.begin():
             _start(conn, self.tables)
