@@ -13,6 +13,7 @@ from fonds import __version__
 from fonds.api import archival_objects, groups, sessions, system, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
+from fonds.api.middleware import CatchAll, RefuseNul
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
@@ -102,7 +103,10 @@ def create_app(settings: Settings) -> FastAPI:
         register_record_routes(app.router, record_type)
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    # Added innermost first: CacheControl(CatchAll(RefuseNul(SessionCheck(routes)))).
     app.add_middleware(SessionCheck)
+    app.add_middleware(RefuseNul)
+    app.add_middleware(CatchAll)
     app.add_middleware(CacheControl)
     return app
 

@@ -63,6 +63,10 @@ class Hooks:
     def can_delete(self, row) -> bool:
         return True
 
+    def hidden(self, row) -> bool:
+        """A record the system keeps for itself: not readable, changeable or deletable over HTTP."""
+        return False
+
     def check(self, doc: dict) -> FieldErrors:
         """Rules a JSON Schema cannot express; returns field errors."""
         return {}
@@ -190,11 +194,15 @@ GLOBAL_REPO_ID = 1
 class RepositoryHooks(Hooks):
     contains_repository_records = True
 
+    # The global repository is known by its id: whatever its code says, it is not an ordinary one.
     def list_filter(self, table):
-        return table.c.repo_code != GLOBAL_REPO_CODE
+        return table.c.id != GLOBAL_REPO_ID
 
     def can_delete(self, row) -> bool:
-        return row.repo_code != GLOBAL_REPO_CODE
+        return row.id != GLOBAL_REPO_ID
+
+    def hidden(self, row) -> bool:
+        return row.id == GLOBAL_REPO_ID
 
     def derive(self, ctx, doc):
         doc.setdefault("name", doc.get("title"))
@@ -204,7 +212,7 @@ class RepositoryHooks(Hooks):
     def after_save(self, service, ctx, doc, actor):
         from fonds.auth.permissions import STANDARD_GROUPS
 
-        if ctx.existing is not None or doc["repo_code"] == GLOBAL_REPO_CODE:
+        if ctx.existing is not None or ctx.record_id == GLOBAL_REPO_ID:
             return
         for code, description, grants in STANDARD_GROUPS:
             group = {

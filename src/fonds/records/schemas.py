@@ -18,7 +18,7 @@ from referencing.jsonschema import DRAFT202012
 
 ENVELOPE_PROPERTIES = {
     "uri": {"type": "string", "readOnly": True},
-    "lock_version": {"type": ["integer", "string"]},
+    "lock_version": {"type": "integer"},
     "created": {"type": "string", "readOnly": True},
     "modified": {"type": "string", "readOnly": True},
     "create_time": {"type": "string", "readOnly": True},

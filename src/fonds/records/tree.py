@@ -6,12 +6,16 @@ descendant stores its `resource` (as ArchivesSpace's TreeNodes#set_root rewrites
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import and_, func, select, update
 
 from fonds.errors import Conflict, Invalid
-from fonds.records.rewrite import batches as _batches
 from fonds.records.rewrite import rewrite_records
 from fonds.storage import records as store
+from fonds.storage.chunks import chunked, select_in
+
+log = logging.getLogger("fonds.records.tree")
 
 NODE = "archival_object"
 # The root's record type, and the field holding each node's ref to it.
@@ -42,12 +46,20 @@ def _ref_id(ctx, ref: dict | None) -> int | None:
     return ctx.registry.parse_uri(ref["ref"]).record_id
 
 
+OWN_ANCESTOR = "Can't make a parent into its own child"
+
+
 def _check_not_own_descendant(conn, table, node_id: int, parent_id: int) -> None:
-    current = parent_id
-    while current is not None:
+    """Refuse a parent that is the node itself or below it. Walks up from the parent; a cycle
+    already stored above it (which no write allows) ends the walk instead of looping for ever."""
+    current, seen = parent_id, set()
+    while current is not None and current not in seen:
         if current == node_id:
-            raise Conflict("Can't make a parent into its own child")
+            raise Conflict(OWN_ANCESTOR)
+        seen.add(current)
         current = conn.execute(select(table.c.parent_id).where(table.c.id == current)).scalar_one_or_none()
+    if current is not None:
+        raise Conflict(f"{OWN_ANCESTOR}: the new parent's ancestors form a cycle")
 
 
 def place(ctx, doc: dict) -> None:
@@ -56,8 +68,8 @@ def place(ctx, doc: dict) -> None:
     conn, table = ctx.conn, ctx.tables[NODE]
     resource_id, parent_id = _ref_id(ctx, doc.get("resource")), _ref_id(ctx, doc.get("parent"))
     if parent_id is not None:
-        if ctx.existing is not None:
-            _check_not_own_descendant(conn, table, ctx.record_id, parent_id)
+        # On create too: the id is allocated before the refs are checked, so a client may name it.
+        _check_not_own_descendant(conn, table, ctx.record_id, parent_id)
         parent_resource = conn.execute(select(table.c.resource_id).where(table.c.id == parent_id)).scalar_one()
         if resource_id is None and parent_resource is not None:
             resource_id = parent_resource
@@ -96,11 +108,14 @@ def place(ctx, doc: dict) -> None:
 
 def _descendants(conn, table, root_id: int) -> list:
     """(id, ref_id) of every node below `root_id`, breadth-first, locked: they are about to be rewritten."""
-    found, frontier = [], [root_id]
+    found, frontier, seen = [], [root_id], {root_id}
     while frontier:
-        level = []
-        for chunk in _batches(frontier):
-            level += conn.execute(select(table.c.id, table.c.ref_id).where(table.c.parent_id.in_(chunk)).with_for_update()).all()
+        level = select_in(
+            conn, lambda chunk: select(table.c.id, table.c.ref_id).where(table.c.parent_id.in_(chunk)).with_for_update(), frontier
+        )
+        # `seen`: a stored cycle must not make the walk endless.
+        level = [row for row in level if row.id not in seen]
+        seen.update(row.id for row in level)
         found += level
         frontier = [row.id for row in level]
     return found
@@ -118,7 +133,7 @@ def _check_ref_ids_free(ctx, table, resource_id: int | None, moving: dict[int, s
     ref_ids = [ref_id for ref_id in moving.values() if ref_id is not None]
     # A subtree left split across resources (by the bug this move fixes) may bring equal ref_ids together.
     split = len(set(ref_ids)) != len(ref_ids)
-    if split or any(_taken_by_others(ctx.conn, table, resource_id, chunk, moving) for chunk in _batches(ref_ids)):
+    if split or any(_taken_by_others(ctx.conn, table, resource_id, chunk, moving) for chunk in chunked(ref_ids)):
         key = next(k for k in ctx.record_type.unique_keys if "ref_id" in k.columns)
         raise Invalid({key.field: [key.message]})
 
@@ -130,7 +145,7 @@ def _move_descendants(ctx, ref_id: str, resource_id: int | None) -> None:
     if not nodes:
         return
     _check_ref_ids_free(ctx, table, resource_id, {ctx.record_id: ref_id, **dict(nodes)})
-    for chunk in _batches([row.id for row in nodes]):
+    for chunk in chunked([row.id for row in nodes]):
         _set_root(ctx, table, chunk, resource_id)
 
 
@@ -165,27 +180,32 @@ def read_extras(conn, rows) -> list[dict]:
     table, resources = tables[NODE], tables["resource"]
     known = {row.id: row for row in rows}
     wanted = {row.parent_id for row in rows if row.parent_id is not None} - known.keys()
+    columns = (table.c.id, table.c.parent_id, table.c.level, table.c.resource_id, table.c.repo_id)
     while wanted:
-        found = conn.execute(
-            select(table.c.id, table.c.parent_id, table.c.level, table.c.resource_id, table.c.repo_id).where(table.c.id.in_(wanted))
-        ).all()
+        found = select_in(conn, lambda chunk: select(*columns).where(table.c.id.in_(chunk)), sorted(wanted))
         known.update((row.id, row) for row in found)
         wanted = {row.parent_id for row in found if row.parent_id is not None} - known.keys()
-    resource_ids = {row.resource_id for row in rows if row.resource_id is not None}
-    levels = (
-        dict(conn.execute(select(resources.c.id, resources.c.level).where(resources.c.id.in_(resource_ids))).all()) if resource_ids else {}
-    )
-    extras = []
-    for row in rows:
-        ancestors = []
-        current = known.get(row.parent_id)
-        while current is not None:
-            ancestors.append(_ancestor(f"/repositories/{current.repo_id}/archival_objects/{current.id}", current.level))
-            current = known.get(current.parent_id)
-        if row.resource_id is not None:
-            ancestors.append(_ancestor(f"/repositories/{row.repo_id}/resources/{row.resource_id}", levels.get(row.resource_id)))
-        extras.append({"position": row.position, "ancestors": ancestors})
-    return extras
+    resource_ids = sorted({row.resource_id for row in rows if row.resource_id is not None})
+    levels = dict(select_in(conn, lambda chunk: select(resources.c.id, resources.c.level).where(resources.c.id.in_(chunk)), resource_ids))
+    return [{"position": row.position, "ancestors": _ancestors(row, known, levels)} for row in rows]
+
+
+def _ancestors(row, known: dict, levels: dict) -> list[dict]:
+    """The node's ancestors, nearest first, ending with its resource. A cycle (which no write
+    allows, but a database edited by hand may hold) ends the walk where it closes: a read must
+    always answer."""
+    ancestors, seen = [], {row.id}
+    current = known.get(row.parent_id)
+    while current is not None:
+        if current.id in seen:
+            log.warning("archival object %s has a cycle among its ancestors at %s; the walk stops there", row.id, current.id)
+            break
+        seen.add(current.id)
+        ancestors.append(_ancestor(f"/repositories/{current.repo_id}/archival_objects/{current.id}", current.level))
+        current = known.get(current.parent_id)
+    if row.resource_id is not None:
+        ancestors.append(_ancestor(f"/repositories/{row.repo_id}/resources/{row.resource_id}", levels.get(row.resource_id)))
+    return ancestors
 
 
 def _ancestor(uri: str, level: str | None) -> dict:

@@ -15,6 +15,10 @@ from fonds.errors import FieldErrors, Invalid
 from fonds.records.schemas import ENVELOPE_PROPERTIES, SchemaSet, load_enumerations
 
 MISSING = "Property is required but was missing"
+# Deeper than any record's subrecords nest (notes within notes reach about ten); the walks
+# below recurse once per level, so a limit keeps them far from Python's recursion limit.
+MAX_DEPTH = 64
+NUL = "\x00"
 _DROP = object()
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object", type(None): "null"}
@@ -26,6 +30,26 @@ def _path(base: str, key) -> str:
 
 def _is_empty(value) -> bool:
     return value is None or value == "" or value == {}
+
+
+def check_structure(doc) -> None:
+    """Refuse, before any recursive walk, a document nested deeper than `MAX_DEPTH` or holding a
+    NUL character (PostgreSQL cannot store one; refused alike on every database)."""
+    stack = [(doc, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise Invalid({path: [f"Nested more than {MAX_DEPTH} levels deep"]})
+        if isinstance(node, str):
+            if NUL in node:
+                raise Invalid({path: ["Must not contain a NUL character"]})
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if NUL in key:
+                    raise Invalid({_path(path, key.replace(NUL, "\\u0000")): ["Must not contain a NUL character"]})
+                stack.append((value, _path(path, key), depth + 1))
+        elif isinstance(node, list):
+            stack.extend((value, _path(path, index), depth + 1) for index, value in enumerate(node))
 
 
 @dataclass
@@ -101,6 +125,8 @@ def _message(error: ValidationError) -> str:
         return f"Must be at least {expected} characters"
     if kind == "minItems":
         return f"At least {expected} item(s) is required"
+    if kind == "maxItems":
+        return f"At most {expected} item(s) are allowed (you provided {len(instance)})"
     if kind == "type":
         wanted = expected if isinstance(expected, str) else " or ".join(expected)
         return f"Must be a {wanted} (you provided a {_JSON_TYPE_NAMES.get(type(instance), 'value')})"
