@@ -6,11 +6,10 @@ import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, sessions, system, users
+from fonds.api import archival_objects, groups, openapi, sessions, system, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.api.middleware import CatchAll, RefuseNul
@@ -53,37 +52,6 @@ def open_services(settings: Settings) -> AppServices:
     return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
 
 
-def _openapi(app: FastAPI, records_schemas: dict) -> dict:
-    spec = get_openapi(title="Fonds", version=__version__, routes=app.routes, description="ArchivesSpace-compatible archival records API.")
-    components = spec.setdefault("components", {}).setdefault("schemas", {})
-    for name, schema in records_schemas.items():
-        components[name] = _as_component(schema)
-    components["write_result"] = {
-        "type": "object",
-        "properties": {
-            "status": {"type": "string"},
-            "id": {"type": "integer"},
-            "lock_version": {"type": "integer"},
-            "stale": {"type": ["boolean", "null"]},
-            "uri": {"type": "string"},
-            "warnings": {},
-        },
-    }
-    return spec
-
-
-def _as_component(node):
-    if isinstance(node, dict):
-        return {
-            key: (f"#/components/schemas/{value}" if key == "$ref" else _as_component(value))
-            for key, value in node.items()
-            if key not in ("$schema", "$id")
-        }
-    if isinstance(node, list):
-        return [_as_component(item) for item in node]
-    return node
-
-
 def create_app(settings: Settings) -> FastAPI:
     services = open_services(settings)
 
@@ -102,7 +70,7 @@ def create_app(settings: Settings) -> FastAPI:
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
     spec: dict = {}
-    app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    app.openapi = lambda: spec or spec.update(openapi.build(app, services.records.schemas.schemas, REGISTRY)) or spec
     # Added innermost first: CacheControl(CatchAll(RefuseNul(SessionCheck(routes)))).
     app.add_middleware(SessionCheck)
     app.add_middleware(RefuseNul)
