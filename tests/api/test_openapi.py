@@ -13,7 +13,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 from tests.factories import Api, new_client
 
 # Per operation; with about 65 operations this keeps the run well under a minute per database.
-EXAMPLES = 6
+EXAMPLES = 3
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
@@ -119,4 +119,4 @@ def test_generated_requests_get_documented_answers(app, repo):
             failures[operation.label] = failure
     assert not failures, "\n\n".join(f"{label}:\n{failure}" for label, failure in failures.items())
     # Requests got through to real answers, whose bodies were checked against their schemas.
-    assert admin.statuses.count(200) >= 10, admin.statuses
+    assert admin.statuses.count(200) >= 5, admin.statuses
