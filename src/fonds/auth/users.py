@@ -13,8 +13,8 @@ from fonds.auth import groups
 from fonds.auth.passwords import hash_password
 from fonds.auth.permissions import GLOBAL_REPO_ID, has_permission, permissions_by_repository
 from fonds.auth.sessions import end_sessions_of
+from fonds.auth.types import normal_username
 from fonds.errors import Conflict, Denied, Invalid, NotFound, missing_parameter
-from fonds.records.hooks import GLOBAL_REPO_CODE
 from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
 from fonds.storage import records as store
@@ -196,7 +196,7 @@ def user_document(conn, records: RecordService, user_id: int, *, only_repo: int 
 
 def permissions_of(conn, user_id: int) -> dict[str, list[str]]:
     repos = conn.info["fonds_tables"]["repository"]
-    repo_ids = conn.execute(select(repos.c.id).where(repos.c.repo_code != GLOBAL_REPO_CODE).order_by(repos.c.id)).scalars().all()
+    repo_ids = conn.execute(select(repos.c.id).where(repos.c.id != GLOBAL_REPO_ID).order_by(repos.c.id)).scalars().all()
     return permissions_by_repository(groups.grants_for(conn, user_id), repo_ids)
 
 
@@ -208,7 +208,6 @@ def read_user(records: RecordService, user_id: int, *, only_repo: int | None = N
 def reset_password(records: RecordService, username: str, password: str) -> None:
     """An operator's reset (`fonds user set-password`): no session needed, lockout lifted."""
     from fonds.auth import throttle
-    from fonds.records.hooks import normal_username
 
     name = normal_username(username) or username
     password_hash = checked_password_hash(records, password)
