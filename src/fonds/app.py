@@ -10,12 +10,13 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, sessions, system, users
+from fonds.api import archival_objects, enumerations, groups, sessions, system, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
+from fonds.records.enumerations import Enumerations
 from fonds.records.registry import REGISTRY, database_metadata
 from fonds.records.service import RecordService
 from fonds.storage import migrate
@@ -49,7 +50,8 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
+    lists = Enumerations(db, records.list_usage)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, enumerations=lists)
 
 
 def _openapi(app: FastAPI, records_schemas: dict) -> dict:
@@ -96,7 +98,7 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, sessions, users, groups, archival_objects):
+    for module in (system, enumerations, sessions, users, groups, archival_objects):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
