@@ -216,7 +216,9 @@ class World:
             self.ids[(type_name, None)] = api.create_minimal(REGISTRY[type_name], None)["id"]
         self.victim = api.create_user("victim")
         self.ids[("user", None)] = self.victim
-        self.value_list = api.create("/config/enumerations", {"jsonmodel_type": "enumeration", "name": "walk_list", "values": ["one", "two"]})["uri"]
+        self.value_list = api.create(
+            "/config/enumerations", {"jsonmodel_type": "enumeration", "name": "walk_list", "values": ["one", "two"]}
+        )["uri"]
 
     def request(self, actor: Api, method: str, path: str, repo_id: int):
         """Send `method path` for `repo_id` as `actor`, with a body that would succeed for an admin."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from fonds.records.rewrite import rewrite_records
 from fonds.records.schemas import SchemaSet
@@ -70,10 +70,9 @@ class ListUsage:
         """Per record type, the ids of records whose JSON holds `value` as a string somewhere
         (a cheap filter in the database; the schema walk then decides)."""
         needle = orjson.dumps(value)
-        pattern = b"%" + needle.replace(b"\\", b"\\\\").replace(b"%", b"\\%").replace(b"_", b"\\_") + b"%"
         for record_type in self.types_using.get(name, ()):
             table = conn.info["fonds_tables"][record_type.name]
-            statement = select(table.c.id, table.c.json).where(table.c.json.like(pattern, escape="\\")).order_by(table.c.id)
+            statement = select(table.c.id, table.c.json).where(_holds(conn, table.c.json, needle)).order_by(table.c.id)
             ids = [
                 row.id
                 for row in conn.execute(statement)
@@ -98,6 +97,15 @@ class ListUsage:
             )
             moved += len(ids)
         return moved
+
+
+def _holds(conn, column, needle: bytes):
+    """The stored JSON bytes contain `needle` (SQLite's LIKE does not match BLOBs; PostgreSQL's
+    bytea LIKE does, with `\\` escaping)."""
+    if conn.dialect.name == "sqlite":
+        return func.instr(column, needle) > 0
+    escaped = needle.replace(b"\\", b"\\\\").replace(b"%", b"\\%").replace(b"_", b"\\_")
+    return column.op("LIKE")(b"%" + escaped + b"%")
 
 
 def _replace(schemas: SchemaSet, schema: dict, doc, name: str, old: str, new: str | None) -> int:
