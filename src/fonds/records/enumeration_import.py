@@ -95,7 +95,10 @@ def _entries(exported) -> list[dict]:
                 for v in ordered
             ]
         else:
-            found = [(clean_value(v, f"{index}/values"), False, False) for v in item.get("values") or []]
+            plain = item.get("values") or []
+            if not isinstance(plain, list):
+                raise Invalid({f"{index}/values": ["Must be an array of strings"]})
+            found = [(clean_value(v, f"{index}/values"), False, False) for v in plain]
         uri = str(item.get("uri", ""))
         entries.append(
             {

@@ -126,7 +126,7 @@ class RecordValidator:
         self.value_lists = value_lists
 
         def x_enum(validator, enum_name, instance, schema):
-            # The lists as `prepare` refreshed them (a value outside an editable list is a warning).
+            # The lists as `errors` refreshed them (a value outside an editable list is a warning).
             found = value_lists.snapshot.get(enum_name)
             if not isinstance(instance, str) or found is None or instance in found.values:
                 return
@@ -161,6 +161,7 @@ class RecordValidator:
     def errors(self, name: str, doc: dict, soft: FieldErrors | None = None) -> FieldErrors:
         """Errors by path; what is only a warning unless validation is strict goes into `soft`."""
         found: FieldErrors = {}
+        self.value_lists.refresh()
         for error in self._validators[name].iter_errors(doc):
             self._collect(error, "", found, {} if soft is None else soft)
         return found
@@ -199,7 +200,6 @@ class RecordValidator:
     def prepare(self, name: str, doc: dict, *, aspace_required: tuple[str, ...], one_of_groups, strict: bool) -> tuple[dict, FieldErrors]:
         """Normalise and validate a client's record; raise `Invalid` or return (record, warnings)."""
         cleaned, warnings = self.normaliser.record(self.schemas[name], doc)
-        self.value_lists.refresh()
         soft: FieldErrors = {}
         errors = self.errors(name, cleaned, soft)
         for field in aspace_required:
