@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, openapi, sessions, system, users
+from fonds.api import archival_objects, enumerations, groups, openapi, sessions, system, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.api.middleware import CatchAll, RefuseNul
@@ -17,6 +17,7 @@ from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
 from fonds.model import REGISTRY, database_metadata
+from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
 from fonds.storage import migrate
 from fonds.storage.db import Database
@@ -49,7 +50,8 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
+    lists = Enumerations(db, records.list_usage)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, enumerations=lists)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -65,7 +67,7 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, sessions, users, groups, archival_objects):
+    for module in (system, enumerations, sessions, users, groups, archival_objects):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)

@@ -18,6 +18,8 @@ from sqlalchemy import select, update
 from fonds.auth import groups
 from fonds.auth.passwords import hash_password
 from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID, PERMISSION_CODES
+from fonds.records.enumeration_import import ensure_lists
+from fonds.records.enumerations import Change
 from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
 from fonds.records.types.repositories import GLOBAL_REPO_CODE
@@ -96,6 +98,7 @@ def bootstrap(service: RecordService) -> None:
         if not _exists(conn, tables["vocabulary"], "ref_id", "global"):
             _create(service, conn, "vocabulary", {"jsonmodel_type": "vocabulary", "ref_id": "global", "name": "global"})
         _administrators_group(service, conn)
+        ensure_lists(conn, service.list_usage.all_list_names(), Change(SYSTEM.username, store.utcnow()))
         if _exists(conn, tables["user"], "username", "admin"):
             return
         password = settings.admin_password or secrets.token_urlsafe(18)

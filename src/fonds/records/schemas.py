@@ -80,9 +80,3 @@ def load_schema_files() -> dict[str, dict]:
             schema = json.loads(entry.read_text())
             schemas[schema["$id"]] = schema
     return schemas
-
-
-@functools.cache
-def load_enumerations() -> dict[str, dict]:
-    data = json.loads((resources.files("fonds.records") / "enumerations.json").read_text())
-    return data["enumerations"]

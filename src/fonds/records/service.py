@@ -13,11 +13,13 @@ from sqlalchemy import func, select
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
 from fonds.records import deletion, refs
+from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import RecordValidator, check_structure, find_refs
+from fonds.records.value_lists import ListCache
 from fonds.storage import records as store
 from fonds.storage.chunks import select_in
 from fonds.storage.db import Database
@@ -100,7 +102,9 @@ class RecordService(TreeQueries):
     def __init__(self, db: Database, registry: Registry, settings: Settings):
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
-        self.validator = RecordValidator(self.schemas, registry.uri_type)
+        self.value_lists = ListCache(db)
+        self.list_usage = ListUsage(self.schemas, registry)
+        self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
 
     # -- writing ---------------------------------------------------------------------------
 
