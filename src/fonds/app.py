@@ -6,17 +6,18 @@ import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, sessions, system, trees, users
+from fonds.api import archival_objects, enumerations, groups, openapi, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
+from fonds.api.middleware import CatchAll, RefuseNul
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
 from fonds.model import REGISTRY, database_metadata
+from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
 from fonds.storage import migrate
 from fonds.storage.db import Database
@@ -49,38 +50,8 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
-
-
-def _openapi(app: FastAPI, records_schemas: dict) -> dict:
-    spec = get_openapi(title="Fonds", version=__version__, routes=app.routes, description="ArchivesSpace-compatible archival records API.")
-    components = spec.setdefault("components", {}).setdefault("schemas", {})
-    for name, schema in records_schemas.items():
-        components[name] = _as_component(schema)
-    components["write_result"] = {
-        "type": "object",
-        "properties": {
-            "status": {"type": "string"},
-            "id": {"type": "integer"},
-            "lock_version": {"type": "integer"},
-            "stale": {"type": ["boolean", "null"]},
-            "uri": {"type": "string"},
-            "warnings": {},
-        },
-    }
-    return spec
-
-
-def _as_component(node):
-    if isinstance(node, dict):
-        return {
-            key: (f"#/components/schemas/{value}" if key == "$ref" else _as_component(value))
-            for key, value in node.items()
-            if key not in ("$schema", "$id")
-        }
-    if isinstance(node, list):
-        return [_as_component(item) for item in node]
-    return node
+    lists = Enumerations(db, records.list_usage)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, enumerations=lists)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -96,14 +67,17 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, sessions, users, groups, archival_objects):
+    for module in (system, enumerations, sessions, users, groups, archival_objects):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
     trees.register(app.router, REGISTRY)
     spec: dict = {}
-    app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    app.openapi = lambda: spec or spec.update(openapi.build(app, services.records.schemas.schemas, REGISTRY)) or spec
+    # Added innermost first: CacheControl(CatchAll(RefuseNul(SessionCheck(routes)))).
     app.add_middleware(SessionCheck)
+    app.add_middleware(RefuseNul)
+    app.add_middleware(CatchAll)
     app.add_middleware(CacheControl)
     return app
 

@@ -12,6 +12,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fonds.log_config import is_secret
+
 log = logging.getLogger("fonds.errors")
 
 FieldErrors = dict[str, list[str]]
@@ -106,7 +108,7 @@ def _describe_validation_error(err: dict) -> tuple[str, str]:
     if err.get("type") == "missing":
         return name, "Parameter required but no value provided"
     wanted = {"int_parsing": "Integer", "bool_parsing": "Boolean", "int_type": "Integer"}.get(err.get("type", ""), "a valid value")
-    got = err.get("input")
+    got = "[redacted]" if is_secret(name) else err.get("input")
     return name, f"Wanted type {wanted} but got '{got}'"
 
 
@@ -149,8 +151,5 @@ def install_error_handlers(app: FastAPI) -> None:
         log.info("value refused by the database on %s %s: %s", request.method, request.url.path, type(exc).__name__)
         return json_error(400, {"error": "A value in the request is out of range or cannot be stored"})
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        # The traceback goes to the log only: a body never carries code, SQL or secrets.
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return json_error(500, {"error": "Internal server error"})
+    # Any other exception: fonds.api.middleware.CatchAll (a handler for `Exception` here would
+    # answer, then be re-raised by Starlette for the server to log a second time).

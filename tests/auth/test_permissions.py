@@ -215,9 +215,14 @@ class World:
                 self.ids[(record_type.name, repo_id)] = api.create_minimal(record_type, repo_id)["id"]
         self.victim = api.create_user("victim")
         self.ids[("user", None)] = self.victim
+        self.value_list = api.create(
+            "/config/enumerations", {"jsonmodel_type": "enumeration", "name": "walk_list", "values": ["one", "two"]}
+        )["uri"]
 
     def request(self, actor: Api, method: str, path: str, repo_id: int):
         """Send `method path` for `repo_id` as `actor`, with a body that would succeed for an admin."""
+        if path.startswith("/config/"):
+            return self._value_list_request(actor, method, path)
         url = path.replace("{repo_id}", str(repo_id))
         params: dict = {"page": 1}
         body = None
@@ -260,6 +265,28 @@ class World:
         under = {"parent": {"ref": target}} if "/archival_objects/" in target else {"resource": {"ref": target}}
         node = self.api.create(f"/repositories/{repo_id}/archival_objects", {"jsonmodel_type": "archival_object", "title": "n", **under})
         return {"node_uri": node["uri"], "node_ids[]": node["id"], "children[]": node["uri"], "position": 0}
+
+    def _value_list_request(self, actor: Api, method: str, path: str):
+        """The value-list routes (global): a list made for the walk, its first value, a spare value to merge."""
+        current = self.api.get(self.value_list).json()
+        first = current["enumeration_values"][0]
+        url, params, body = path.replace("{enum_id}", self.value_list.rsplit("/", 1)[1]), {}, None
+        url = url.replace("{enum_val_id}", str(first["id"]))
+        if path == "/config/enumerations":
+            body = {"jsonmodel_type": "enumeration", "name": f"walk_{secrets.token_hex(3)}", "values": ["x"]}
+        elif path == "/config/enumerations/migration":
+            spare = f"spare_{secrets.token_hex(3)}"
+            self.api.post(self.value_list, json={**current, "values": [*current["values"], spare]})
+            body = {"enum_uri": self.value_list, "from": spare, "to": "one"}
+        elif path == "/config/enumerations/{enum_id}":
+            body = {**current, "values": [*current["values"], f"walk_{secrets.token_hex(3)}"]}
+        elif path == "/config/enumeration_values/{enum_val_id}":
+            body = self.api.get(first["uri"]).json()
+        elif path.endswith("/position"):
+            params = {"position": 1}
+        elif path.endswith("/suppressed"):
+            params = {"suppressed": "false"}
+        return actor.client.request(method, url, params=params, json=body)
 
     def _type_of(self, path: str):
         if "{id}" not in path and "{repo_id}" not in path and path not in {t.collection_path for t in REGISTRY}:

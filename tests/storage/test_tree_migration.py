@@ -1,4 +1,4 @@
-"""Revision 0003_tree_positions: down to contiguous positions and back up to gapped ones, with
+"""Revision 0004_tree_positions: down to contiguous positions and back up to gapped ones, with
 `publish` and `display_string` copied from the stored JSON, the order of every list kept."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_downgrade_and_upgrade_keep_every_order(settings):
     config = migrate.alembic_config()
     with db.engine.connect() as conn, conn.begin():
         config.attributes["connection"] = conn
-        command.downgrade(config, "0002")
+        command.downgrade(config, "0003_enumerations")
     db.dispose()
     # Contiguous again: A D B C at the top (ids 1-4 are A B C D), A1 A2 under A.
     assert _positions(settings) == [(None, 0), (None, 2), (None, 3), (None, 1), (1, 0), (1, 1)]

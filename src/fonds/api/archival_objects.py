@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from fonds.api.deps import Services, require
 from fonds.api.params import ResolveParam
-from fonds.api.routing import add_route, json_response
+from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.records.service import Actor
 
 VIEW = "view_repository"
@@ -26,6 +26,18 @@ def find_by_id(
     return json_response(app.records.find_archival_objects(repo_id=repo_id, ref_ids=ref_id, component_ids=component_id, resolve=resolve))
 
 
+FOUND = {
+    "type": "object",
+    "required": ["archival_objects"],
+    "properties": {
+        "archival_objects": {
+            "type": "array",
+            "items": {"type": "object", "required": ["ref"], "properties": {"ref": {"type": "string"}, "_resolved": {"type": "object"}}},
+        }
+    },
+}
+
+
 def register(router: APIRouter) -> None:
     tags = ["archival_object"]
     add_route(
@@ -36,4 +48,5 @@ def register(router: APIRouter) -> None:
         permission=VIEW,
         summary="Find archival objects by ref_id and/or component_id",
         tags=tags,
+        openapi_extra={"responses": json_schema_response(FOUND)},
     )

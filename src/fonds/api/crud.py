@@ -6,16 +6,18 @@ from fastapi import APIRouter
 
 from fonds.api.deps import RawBody, Services, require
 from fonds.api.params import ListingParams, ResolveParam
-from fonds.api.routing import add_route, json_response, record_body, record_response, with_repo_id
+from fonds.api.routing import (
+    DELETE_RESULT,
+    WRITE_RESULT,
+    add_route,
+    json_response,
+    listing_response,
+    record_body,
+    record_response,
+    with_repo_id,
+)
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
-
-WRITE_RESULT = {
-    "200": {
-        "description": "Created / Updated",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/write_result"}}},
-    }
-}
 
 
 def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
@@ -50,9 +52,11 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     def delete_record(actor: Actor = require(perms.delete), *, id: int, app: Services, repo_id: int | None = None):
         return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
 
-    lister = list_plain if record_type.list_is_plain_array else list_records
+    lister, listed = (
+        (list_plain, record_response(name, many=True)) if record_type.list_is_plain_array else (list_records, listing_response(name))
+    )
     routes = {
-        "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": record_response(name, many=True)}),
+        "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": listed}),
         "create": (base, create_record, "POST", perms.create, f"Create a {name}", {**record_body(name), "responses": WRITE_RESULT}),
         "read": (item, read_record, "GET", perms.read, f"Read a {name}", {"responses": record_response(name)}),
         "update": (
@@ -63,7 +67,7 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
             f"Update a {name} (whole record, current lock_version)",
             {**record_body(name), "responses": WRITE_RESULT},
         ),
-        "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {}),
+        "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {"responses": DELETE_RESULT}),
     }
     for action in record_type.actions:
         path, endpoint, method, permission, summary, extra = routes[action]

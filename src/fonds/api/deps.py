@@ -15,6 +15,7 @@ from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import SessionUser, resolve_session
 from fonds.config import Settings
 from fonds.errors import BadRequest, Denied, SessionGone, TooLarge, json_error
+from fonds.records.enumerations import Enumerations
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
 from fonds.storage.db import Database
@@ -31,6 +32,7 @@ class AppServices:
     db: Database
     registry: Registry
     records: RecordService
+    enumerations: Enumerations
 
 
 def services(request: Request) -> AppServices:

@@ -14,6 +14,7 @@ from fonds.auth.permissions import Grants
 from fonds.config import Settings
 from fonds.errors import SessionGone
 from fonds.storage import records as store
+from fonds.storage.chunks import execute_in
 from fonds.storage.db import Database
 
 # Activity is written at most this often per session, not on every request.
@@ -88,7 +89,7 @@ def end_session(db: Database, token: str) -> bool:
 def end_sessions_of(conn, user_ids: list[int]) -> None:
     """Log the users out everywhere (password changed, deactivated, deleted)."""
     sessions = conn.info["fonds_tables"]["session"]
-    conn.execute(delete(sessions).where(sessions.c.user_id.in_(user_ids)))
+    execute_in(conn, lambda chunk: delete(sessions).where(sessions.c.user_id.in_(chunk)), user_ids)
 
 
 def purge_expired(conn, settings: Settings) -> int:

@@ -155,12 +155,16 @@ class ParsedUri:
     repo_id: int | None
 
 
+ID = r"[1-9][0-9]*"
+
+
 class Registry:
     def __init__(self, types: list[RecordType]):
         self.types = {t.name: t for t in types}
         self._uri_patterns = [
             (
-                re.compile(rf"^/repositories/(\d+)/{re.escape(t.path)}/(\d+)$" if t.repo_scoped else rf"^/{re.escape(t.path)}/(\d+)$"),
+                # Ids are canonical (`/subjects/01` is not a URI): a ref is stored as written and must resolve.
+                re.compile(rf"^/repositories/({ID})/{re.escape(t.path)}/({ID})$" if t.repo_scoped else rf"^/{re.escape(t.path)}/({ID})$"),
                 t,
             )
             for t in types

@@ -13,13 +13,16 @@ from sqlalchemy import func, select
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
 from fonds.records import deletion, refs
+from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
 from fonds.records.trees import node_fields
 from fonds.records.types.repositories import GLOBAL_REPO_ID
-from fonds.records.validation import RecordValidator, find_refs
+from fonds.records.validation import RecordValidator, check_structure, find_refs
+from fonds.records.value_lists import ListCache
 from fonds.storage import records as store
+from fonds.storage.chunks import select_in
 from fonds.storage.db import Database
 
 MISSING_WARNING = "Property was missing"
@@ -49,6 +52,7 @@ def parse_body(body: bytes) -> dict:
         raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
     if not isinstance(doc, dict):
         raise BadRequest(f"Had some trouble parsing your request: expected a JSON object, got {type(doc).__name__}")
+    check_structure(doc)
     return doc
 
 
@@ -70,12 +74,13 @@ class TreeQueries:
             table = conn.info["fonds_tables"][record_type.name]
             if not ref_ids and not component_ids:
                 return b'{"archival_objects":[]}'
-            where = [table.c.repo_id == repo_id]
-            if ref_ids:
-                where.append(table.c.ref_id.in_(ref_ids))
-            if component_ids:
-                where.append(table.c.component_id.in_(component_ids))
-            ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
+            # Select by one list in chunks and filter by the other: both must match, as one query would.
+            column, values = (table.c.ref_id, ref_ids) if ref_ids else (table.c.component_id, component_ids)
+            rows = select_in(
+                conn, lambda chunk: select(table.c.id, table.c.component_id).where(table.c.repo_id == repo_id, column.in_(chunk)), values
+            )
+            wanted_components = set(component_ids) if ref_ids and component_ids else None
+            ids = sorted(row.id for row in rows if wanted_components is None or row.component_id in wanted_components)
             doc = {"archival_objects": [{"ref": record_type.uri(i, repo_id)} for i in ids]}
             wanted = refs.parse_resolve(resolve)
             if wanted:
@@ -87,7 +92,9 @@ class RecordService(TreeQueries):
     def __init__(self, db: Database, registry: Registry, settings: Settings):
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
-        self.validator = RecordValidator(self.schemas, registry.uri_type)
+        self.value_lists = ListCache(db)
+        self.list_usage = ListUsage(self.schemas, registry)
+        self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -184,14 +191,16 @@ class RecordService(TreeQueries):
         repo_id: int | None,
         actor: Actor,
         options: dict | None = None,
+        record_id: int | None = None,
         repository_checked: bool = False,
     ) -> dict:
-        """`repository_checked`: the caller (a batch) checked the repository in this transaction."""
+        """Create in the caller's transaction; `record_id` only for records the system keeps at a fixed
+        id; `repository_checked`: the caller (a batch) checked the repository in this transaction."""
         if not repository_checked:
             self.check_repository(conn, record_type, repo_id, writing=True)
         now = store.utcnow()
         table = conn.info["fonds_tables"][record_type.name]
-        record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)
+        record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username, record_id=record_id)
         uri = record_type.uri(record_id, repo_id)
         links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
         ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, options=options or {}, actor=actor.username, now=now)
@@ -241,6 +250,8 @@ class RecordService(TreeQueries):
         row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
         if row is None:
             raise NotFound(record_type.not_found())
+        if record_type.hooks.hidden(row):
+            raise Conflict(f"{record_type.uri(record_id, repo_id)} is maintained by the system and cannot be changed")
         lock_version = _lock_version(given_lock)
         if lock_version != row.lock_version:
             raise Conflict("The record you tried to update has been modified since you fetched it.")
@@ -327,7 +338,7 @@ class RecordService(TreeQueries):
         with self.db.read() as conn:
             table = conn.info["fonds_tables"][record_type.name]
             row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None)
-            if row is None:
+            if row is None or record_type.hooks.hidden(row):
                 self.check_repository(conn, record_type, repo_id, writing=False)
                 raise NotFound(record_type.not_found())
             return self.with_resolved(conn, self.render(conn, record_type, [row]), resolve)[0]
@@ -368,10 +379,13 @@ class RecordService(TreeQueries):
         with self.db.read() as conn:
             self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
-            if ids is not None:
-                where.append(table.c.id.in_(ids))
             where += [table.c[column] == value for column, value in (matching or {}).items()]
-            rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
+            if ids is None:
+                rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
+            else:
+                rows = select_in(
+                    conn, lambda chunk: select(table).where(*where, table.c.id.in_(chunk)).order_by(table.c.id), sorted(set(ids))
+                )
             bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
         return b"[" + b",".join(bodies) + b"]"
 
@@ -384,11 +398,9 @@ class RecordService(TreeQueries):
 
 
 def _lock_version(given) -> int:
+    """The client's lock_version: an integer, exactly as the server sent it (not 1.5, "2" or true)."""
     if given is None or given == "":
         raise Conflict("You must provide a lock_version in your request")
-    if isinstance(given, bool):
-        raise Invalid({"lock_version": ["Must be an integer"]})
-    try:
-        return int(given)
-    except (TypeError, ValueError):
-        raise Invalid({"lock_version": [f"Must be an integer (you provided '{given}')"]}) from None
+    if isinstance(given, bool) or not isinstance(given, int):
+        raise Invalid({"lock_version": [f"Must be an integer (you provided '{given}')"]})
+    return given

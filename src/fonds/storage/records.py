@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, Row, Table, delete, insert, select, update
+from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
+
+from fonds.storage.chunks import execute_in, select_in
 
 
 def utcnow() -> datetime.datetime:
@@ -17,11 +19,16 @@ def iso(moment: datetime.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def allocate(conn: Connection, table: Table, *, repo_id: int | None, now: datetime.datetime, username: str) -> int:
-    """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it)."""
-    return conn.execute(
+def allocate(
+    conn: Connection, table: Table, *, repo_id: int | None, now: datetime.datetime, username: str, record_id: int | None = None
+) -> int:
+    """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it), or to
+    take the fixed `record_id` of a record the system keeps (the global repository)."""
+    fixed = {} if record_id is None else {"id": record_id}
+    allocated = conn.execute(
         insert(table)
         .values(
+            **fixed,
             repo_id=repo_id,
             lock_version=0,
             json=b"{}",
@@ -33,6 +40,20 @@ def allocate(conn: Connection, table: Table, *, repo_id: int | None, now: dateti
         )
         .returning(table.c.id)
     ).scalar_one()
+    if record_id is not None and conn.dialect.name == "postgresql":
+        _advance_sequence(conn, table)
+    return allocated
+
+
+def _advance_sequence(conn: Connection, table: Table) -> None:
+    """After a row was inserted with an explicit id, move PostgreSQL's id sequence past it (never
+    back: ids of deleted records are not handed out again). SQLite's AUTOINCREMENT does this itself."""
+    conn.exec_driver_sql(
+        "SELECT setval(s, GREATEST(COALESCE(pg_sequence_last_value(s::regclass), 0), (SELECT max(id) FROM "
+        + conn.dialect.identifier_preparer.quote(table.name)
+        + "))) FROM pg_get_serial_sequence(%(name)s, 'id') AS s",
+        {"name": conn.dialect.identifier_preparer.quote(table.name)},
+    )
 
 
 def store(conn: Connection, table: Table, record_id: int, *, json: bytes, values: dict, expect_lock_version: int | None = None) -> bool:
@@ -121,7 +142,11 @@ def retarget_links(
 ) -> None:
     """Point the `field` ref (a single, unindexed one: path == field) of many sources at one target, or drop it (None)."""
     table = tables["record_link"]
-    conn.execute(delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(source_ids)))
+    execute_in(
+        conn,
+        lambda chunk: delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(chunk)),
+        source_ids,
+    )
     if target_id is not None and source_ids:
         conn.execute(
             insert(table),
@@ -142,19 +167,11 @@ def retarget_links(
 def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:
     """Every link pointing at one of `targets` ((type, id) pairs)."""
     table = tables["record_link"]
-    by_type: dict[str, list[int]] = {}
-    for target_type, target_id in targets:
-        by_type.setdefault(target_type, []).append(target_id)
-    found: list[Row] = []
-    for target_type, ids in sorted(by_type.items()):
-        for chunk in chunks(sorted(set(ids))):
-            found += conn.execute(select(table).where(table.c.target_type == target_type, table.c.target_id.in_(chunk))).all()
-    return found
+    return select_in(conn, lambda chunk: select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(chunk)), targets)
 
 
 def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
     table, links = tables[record_type], tables["record_link"]
-    for chunk in chunks(ids):
-        conn.execute(delete(table).where(table.c.id.in_(chunk)))
-        conn.execute(delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)))
-        conn.execute(delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)))
+    execute_in(conn, lambda chunk: delete(table).where(table.c.id.in_(chunk)), ids)
+    execute_in(conn, lambda chunk: delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)), ids)
+    execute_in(conn, lambda chunk: delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)), ids)

@@ -23,9 +23,10 @@ def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
     node_path, root_path = registry[spec.node].path, registry[spec.root].path
     extras = []
     for row in rows:
-        ancestors = []
+        ancestors, seen = [], {row.id}
         current = above.get(row.parent_id)
-        while current is not None:
+        while current is not None and current.id not in seen:  # a stored cycle must not hang a read
+            seen.add(current.id)
             ancestors.append(_ancestor(f"/repositories/{current.repo_id}/{node_path}/{current.id}", current.level))
             current = above.get(current.parent_id)
         root_id = getattr(row, spec.root_column)

@@ -13,11 +13,15 @@ GLOBAL_REPO_ID = 1
 class RepositoryHooks(Hooks):
     contains_repository_records = True
 
+    # The global repository is known by its id: whatever its code says, it is not an ordinary one.
     def list_filter(self, table):
-        return table.c.repo_code != GLOBAL_REPO_CODE
+        return table.c.id != GLOBAL_REPO_ID
 
     def can_delete(self, row) -> bool:
-        return row.repo_code != GLOBAL_REPO_CODE
+        return row.id != GLOBAL_REPO_ID
+
+    def hidden(self, row) -> bool:
+        return row.id == GLOBAL_REPO_ID
 
     def derive(self, ctx, doc):
         doc.setdefault("name", doc.get("title"))
@@ -25,7 +29,7 @@ class RepositoryHooks(Hooks):
         ctx.columns["repo_code"] = doc["repo_code"]
 
     def after_save(self, service, ctx, doc, actor):
-        if ctx.existing is not None or doc["repo_code"] == GLOBAL_REPO_CODE:
+        if ctx.existing is not None or ctx.record_id == GLOBAL_REPO_ID:
             return
         for record_type in ctx.registry:
             record_type.hooks.seed_repository(service, ctx, doc, actor)

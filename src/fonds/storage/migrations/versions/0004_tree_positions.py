@@ -5,8 +5,8 @@ the old contiguous 0..n-1 become 1024, 2048, … in the same order. `publish` (a
 and resources) and `display_string` (archival objects) are copied from the stored JSON, so
 tree views can filter and list thousands of nodes without parsing it.
 
-Revision ID: 0003_tree_positions
-Revises: 0002
+Revision ID: 0004_tree_positions
+Revises: 0003_enumerations
 Create Date: 2026-11-23 23:15:00
 """
 
@@ -15,8 +15,8 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_tree_positions"
-down_revision = "0002"
+revision = "0004_tree_positions"
+down_revision = "0003_enumerations"
 branch_labels = None
 depends_on = None
 
