@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from fonds.records.rewrite import batches
+from fonds.storage.chunks import chunked as batches
 
 
 def ancestor_rows(conn, table, node_ids, columns=("level",)) -> dict[int, object]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from sqlalchemy import String, cast, literal, select
 
 from fonds.errors import Conflict, Invalid
-from fonds.records.rewrite import batches, rewrite_records
+from fonds.records.rewrite import rewrite_records
 from fonds.records.trees import hierarchy, positions
 from fonds.records.trees.positions import Siblings
 from fonds.storage import records as store
+from fonds.storage.chunks import chunked as batches
 
 OWN_ANCESTOR = "Can't make a parent into its own child"
 
