@@ -22,9 +22,19 @@ def ancestor_rows(conn, table, node_ids, columns=("level",)) -> dict[int, object
     return found
 
 
-def is_ancestor_or_self(conn, table, candidate: int, node: int) -> bool:
-    """Whether `candidate` is `node` or lies above it."""
-    return candidate in ancestor_rows(conn, table, [node], columns=())
+def would_cycle(conn, table, moving: set[int], parent_id: int) -> bool:
+    """Whether putting `moving` under `parent_id` would make a node its own ancestor: one of them
+    is the parent or above it, or the chain above the parent already loops (a stored cycle)."""
+    above = ancestor_rows(conn, table, [parent_id], columns=())
+    if moving & above.keys():
+        return True
+    seen, current = set(), above.get(parent_id)
+    while current is not None:
+        if current.id in seen:
+            return True
+        seen.add(current.id)
+        current = above.get(current.parent_id)
+    return False
 
 
 def descendant_ids(conn, table, root_id: int) -> list[int]:

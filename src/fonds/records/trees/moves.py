@@ -102,8 +102,7 @@ def _check_parent(conn, registry, spec, root_id, parent_id: int, repo_id: int, *
         raise Invalid({"parent": [f"{registry[spec.node].model_name} {parent_id} does not exist in repository {repo_id}"]})
     if getattr(parent, spec.root_column) != root_id:
         raise Invalid({"parent": ["Parent must belong to the same resource as the record"]})
-    above = hierarchy.ancestor_rows(conn, table, [parent_id], columns=())
-    if moving & above.keys():
+    if hierarchy.would_cycle(conn, table, moving, parent_id):
         raise Conflict(OWN_ANCESTOR)
 
 

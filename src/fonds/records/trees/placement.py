@@ -33,7 +33,9 @@ def place(ctx, doc: dict) -> None:
     conn, table = ctx.conn, ctx.tables[spec.node]
     root_id, parent_id = _ref_id(ctx, doc.get(spec.root_field)), _ref_id(ctx, doc.get("parent"))
     if parent_id is not None:
-        if ctx.existing is not None and hierarchy.is_ancestor_or_self(conn, table, ctx.record_id, parent_id):
+        # A new node has nothing below it: only naming itself (its id is allocated) makes a loop.
+        new_loop = ctx.existing is None and parent_id == ctx.record_id
+        if new_loop or (ctx.existing is not None and hierarchy.would_cycle(conn, table, {ctx.record_id}, parent_id)):
             raise Conflict(OWN_ANCESTOR)
         parent_root = conn.execute(select(table.c[spec.root_column]).where(table.c.id == parent_id)).scalar_one()
         if root_id is None and parent_root is not None:
