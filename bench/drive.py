@@ -74,6 +74,8 @@ class Updates(Requests):
 
     def next(self, worker: int):
         mine = self.owned[worker]
+        if not mine:  # more connections than records to update
+            return None
         record = mine[self.position[worker] % len(mine)]
         record["title"] = f"{record['title'].split(' (rev')[0]} (rev {record['lock_version'] + 1})"
         return "POST", record["uri"], orjson.dumps(record), "application/json"

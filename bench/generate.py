@@ -40,11 +40,11 @@ class Plan:
     components: int  # components of all other resources together
 
 
-def plan(total: int, *, agents: bool, big: bool) -> Plan:
+def plan(total: int, *, agents: bool, big_tree: int = 0) -> Plan:
+    """`total` records for one repository, `big_tree` of them in one resource."""
     count = {kind: max(2, int(total * share)) for kind, share in SHARES.items()}
     if not agents:
         count["agent"] = 0
-    big_tree = int(total * BIG_TREE_SHARE) if big else 0
     rest = max(0, total - sum(count.values()) - big_tree)
     resources = max(1, rest // (COMPONENTS_PER_RESOURCE + 1))
     return Plan(count["subject"], count["agent"], count["top_container"], count["accession"], resources, big_tree, rest - resources)

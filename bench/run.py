@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from bench import drive, environment, processes, wrk
-from bench.generate import SCALES, Archive, plan
+from bench.generate import BIG_TREE_SHARE, SCALES, Archive, plan
 from bench.load import Loader, load_archive
 from bench.processes import Sampler
 from bench.scenarios import CREATE, DELETE, LOGIN, NEW_ACCESSION, UPDATE, Scenario, read_scenarios, search_path
@@ -78,7 +78,7 @@ class Bench:
         for index, share in enumerate(shares):
             body = {"jsonmodel_type": "repository", "repo_code": f"BENCH{index + 1}", "name": f"Bench repository {index + 1}"}
             repo = self.http.post("/repositories", json=body).raise_for_status().json()["uri"]
-            p = plan(int(total * share), agents=agents, big=index == 0)
+            p = plan(int(total * share), agents=agents, big_tree=int(total * BIG_TREE_SHARE) if index == 0 else 0)
             archives.append((repo, Archive(self.o.seed + index, int(repo.rsplit("/", 1)[1]), p, global_prefix=f"r{index + 1}_")))
             for kind, n in vars(p).items():
                 self.counts[kind] = self.counts.get(kind, 0) + n

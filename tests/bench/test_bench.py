@@ -30,7 +30,7 @@ ALWAYS_SERVED = [
 
 
 def test_generated_archive_refers_only_to_earlier_records():
-    archive = Archive(7, 2, plan(400, agents=True, big=True), global_prefix="t")
+    archive = Archive(7, 2, plan(400, agents=True, big_tree=40), global_prefix="t")
     seen, refs = set(), []
 
     def collect(value):
@@ -51,7 +51,7 @@ def test_generated_archive_refers_only_to_earlier_records():
         assert set(refs) <= seen
     kinds = {record["jsonmodel_type"] for unit in units for record in unit}
     assert kinds == {"subject", "agent_person", "top_container", "accession", "resource", "archival_object"}
-    assert list(Archive(7, 2, plan(400, agents=True, big=True), global_prefix="t").units()) == units  # seeded: the same archive again
+    assert list(Archive(7, 2, plan(400, agents=True, big_tree=40), global_prefix="t").units()) == units  # seeded: the same archive again
 
 
 def test_batch_import_answers_are_mapped_and_refs_rewritten():
