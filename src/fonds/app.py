@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, enumerations, groups, openapi, sessions, system, trees, users
+from fonds.api import archival_objects, batch, enumerations, groups, openapi, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.api.middleware import CatchAll, RefuseNul
@@ -67,7 +67,7 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, enumerations, sessions, users, groups, archival_objects):
+    for module in (system, enumerations, sessions, users, groups, archival_objects, batch):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)

@@ -119,6 +119,58 @@ def user_set_password(
     console.print(f"Password of {username!r} changed; their sessions have ended")
 
 
+def _read_records(path: Path) -> list:
+    """A JSON array of records, or one record per line (newline-delimited JSON)."""
+    import orjson
+
+    text = path.read_bytes()
+    if text.lstrip().startswith(b"["):
+        return orjson.loads(text)
+    return [orjson.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@cli.command("import")
+def import_records(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON array or newline-delimited JSON of records.")],
+    repository: Annotated[int, typer.Option("--repository", "-r", help="Id of the repository the records go into.")],
+    config: ConfigOption = None,
+):
+    """Import records that refer to each other by temporary URIs, as ArchivesSpace's batch_imports: all or none."""
+    import orjson
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+    from fonds.bootstrap import SYSTEM
+    from fonds.errors import FondsError
+    from fonds.records.imports import import_batch
+
+    try:
+        records = _read_records(file)
+    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        console.print(f"[red]Not JSON:[/red] {exc}")
+        raise typer.Exit(2) from None
+    services = _services(config)
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(show_speed=True), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=console) as bar, services.db.write() as conn:
+            task = bar.add_task("import", total=len(records) if isinstance(records, list) else 0)
+            saved = import_batch(
+                services.records,
+                conn,
+                records,
+                repo_id=repository,
+                actor=SYSTEM,
+                may_create=lambda record_type: True,
+                progress=lambda done: bar.update(task, completed=done),
+            )
+    except FondsError as exc:
+        console.print(f"[red]Nothing imported:[/red] {orjson.dumps(exc.body()['error']).decode()}")
+        raise typer.Exit(1) from None
+    finally:
+        services.db.dispose()
+    out.print(f"Imported {len(records)} records into repository {repository}")
+    out.print_json(data={"saved": saved})
+
+
 def _list_change():
     from fonds.records.enumerations import Change
     from fonds.storage.records import utcnow

@@ -47,6 +47,13 @@ class Invalid(BadRequest):
         super().__init__(errors, warning=warnings or {})
 
 
+def nested_under(error: Invalid, prefix: str) -> Invalid:
+    """A record's validation errors, named by where the record sits in a batch (`children/3/title`)."""
+    errors = error.error if isinstance(error.error, dict) else {"": [str(error.error)]}
+    warnings = error.extra.get("warning") or {}
+    return Invalid({f"{prefix}/{path}".rstrip("/"): messages for path, messages in errors.items()}, warnings)
+
+
 def invalid_field(path: str, message: str) -> Invalid:
     return Invalid({path: [message]})
 

@@ -6,7 +6,7 @@ behind. `create_many` is the seam for a set-based batch write path."""
 
 from __future__ import annotations
 
-from fonds.errors import Invalid, NotFound
+from fonds.errors import Invalid, NotFound, nested_under
 from fonds.records.trees.moves import updated
 from fonds.storage import records as store
 
@@ -15,10 +15,7 @@ MAX_CHILDREN = 20_000
 
 
 def _prefixed(error: Invalid, index: int) -> Invalid:
-    """The child's validation errors, named by where the child sits in the batch."""
-    errors = error.error if isinstance(error.error, dict) else {"children": [str(error.error)]}
-    warnings = error.extra.get("warning") or {}
-    return Invalid({f"children/{index}/{path}": messages for path, messages in errors.items()}, warnings)
+    return nested_under(error, f"children/{index}")
 
 
 def parse_children(service, target_type, target_id: int, repo_id: int, body: bytes, root_uri: str) -> list[tuple[dict, dict]]:
