@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 import tantivy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fonds.errors import BadRequest
 from fonds.search.query import MAX_CLAUSES, parse_query
@@ -74,6 +76,14 @@ SYNTAX_TABLE = [
     ("+smith +muller", ids("a5")),
     ("+smith muller", ids("a5")),
     ("smith OR -muller", ids("a3")),
+    # Lucene's symbolic operators
+    ("smith && muller", ids("a5")),
+    ("maps || fox", ids("a6 a7 a8 a9")),
+    ("!smith", EVERYTHING - ids("a3 a5")),
+    ("smith && !photographs", ids("a5")),
+    ("(maps || fox) && !colour", ids("a7 a8 a9")),
+    ('"!smith"', ids("a3 a5")),
+    (r"\!smith", ids("a3 a5")),
     # purely negative queries match everything except their hits
     ("-smith", EVERYTHING - ids("a3 a5")),
     ("NOT smith", EVERYTHING - ids("a3 a5")),
@@ -203,12 +213,16 @@ ERRORS = [
     ("title:", "invalid query syntax"),
     ("AND", "invalid query syntax: unexpected 'AND' at position 0"),
     ("a OR OR b", "invalid query syntax: unexpected 'OR' at position 5"),
+    ("smith~.", "invalid query syntax: a number after '~' or '^' is malformed"),
+    ("smith^.", "invalid query syntax: a number after '~' or '^' is malformed"),
     ("/[/", "regular expression /[/ is not a valid pattern"),
     ("/.*a.{30}/", "is too complex"),
     ("x*" + "?" * 60, "is too complex"),
     ("a" * 101 + "*", "is too long (at most 100 characters)"),
     (" OR ".join(["x"] * (MAX_CLAUSES + 1)), f"query has {MAX_CLAUSES + 1} clauses; at most {MAX_CLAUSES} are allowed"),
     ("(" * 150 + "a" + ")" * 150, "nested too deeply"),
+    ("(" * 5000 + "a" + ")" * 5000, "nested too deeply"),
+    ("-" * 3000 + "a", "nested too deeply"),
     ("a " * 12_000, "characters long"),
 ]
 
@@ -230,3 +244,21 @@ def test_error_names_the_parameter_it_was_given_as(corpus_index):
 
 def test_exactly_max_clauses_is_allowed(corpus_index):
     assert hits(corpus_index, " OR ".join(["smith"] * MAX_CLAUSES)) == ids("a3 a5")
+
+
+QUERY_ALPHABET = st.sampled_from(
+    [" ", "a", "smith", "maps", "1999", "2024-01-15", "title", "years", "create_time", "publish", "*", "?", "~", "^", ":", "\\"]
+    + list('"()[]{}+-!/&|<>=')
+    + [" AND ", " OR ", " NOT ", " TO ", "&&", "||", "é", "\u3000"]
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(QUERY_ALPHABET, max_size=12).map("".join))
+def test_any_input_is_a_query_or_a_400(corpus_index, q):
+    try:
+        query = parse_query(q, CATALOG, corpus_index.schema)
+    except BadRequest as exc:
+        assert exc.status == 400 and exc.error["q"]
+        return
+    corpus_index.searcher().search(query, limit=5)

@@ -8,7 +8,7 @@ field cannot be indexed one way and queried another.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -18,6 +18,10 @@ from fonds.search import analysis
 from fonds.search.values import parse_date_interval
 
 STEM_SUFFIX = "_stem"
+# A hidden keyword field listing which non-fast fields a document has values in, so that
+# `field:*` reads one posting list instead of walking the field's whole term dictionary
+# (about 0.5 s for a full-text field at 100,000 records); fast fields use their column.
+PRESENT_FIELD = "_fields"
 
 
 class FieldKind(StrEnum):
@@ -99,6 +103,7 @@ class FieldCatalog:
         (stored-only fields such as `json`) itself."""
         for f in self.fields:
             _add_field(builder, f)
+        builder.add_text_field(PRESENT_FIELD, stored=False, tokenizer_name="raw", index_option="basic")
         return builder
 
     def document(self, values: Mapping[str, object]) -> tantivy.Document:
@@ -108,11 +113,14 @@ class FieldCatalog:
         doc = tantivy.Document()
         for name, value in values.items():
             spec = self._by_name.get(name)
-            for item in _as_list(value):
+            items = _as_list(value)
+            for item in items:
                 item = _coerce(spec, item) if spec else item
                 _add_value(doc, name, item)
                 if spec and spec.stem_field:
                     _add_value(doc, spec.stem_field, item)
+            if spec and items and not spec.fast:
+                doc.add_text(PRESENT_FIELD, name)
         return doc
 
 
@@ -131,12 +139,10 @@ def _add_field(builder: tantivy.SchemaBuilder, f: SearchField) -> None:
         builder.add_boolean_field(f.name, stored=f.stored, indexed=True, fast=True)
 
 
-def _as_list(value: object) -> Iterable[object]:
-    if value is None:
-        return ()
-    if isinstance(value, list | tuple | set | frozenset):
-        return [v for v in value if v is not None]
-    return (value,)
+def _as_list(value: object) -> list[object]:
+    # None and "" are no value: the field stays absent (`field:*` does not find the document).
+    values = value if isinstance(value, list | tuple | set | frozenset) else [value]
+    return [v for v in values if v is not None and v != ""]
 
 
 def _coerce(spec: SearchField, value: object) -> object:

@@ -40,15 +40,61 @@ def parse_query(q: str | None, catalog: FieldCatalog, schema: tantivy.Schema, *,
     if len(q) > MAX_QUERY_CHARS:
         raise fail(f"query is {len(q)} characters long; at most {MAX_QUERY_CHARS} are allowed")
     try:
-        parsed = parser.parse(q)
+        parsed = parser.parse(_spell_out_operators(q))
     except ParseError as exc:
         raise fail(f"invalid query syntax: {_luqum_message(exc)}") from None
+    except ArithmeticError:
+        # luqum reads the number after `~` or `^` as a Decimal and lets a malformed one escape.
+        raise fail("invalid query syntax: a number after '~' or '^' is malformed") from None
     except RecursionError:
         raise fail(f"query is nested too deeply (at most {MAX_DEPTH} levels)") from None
     clauses = _count_clauses(parsed)
     if clauses > MAX_CLAUSES:
         raise fail(f"query has {clauses} clauses; at most {MAX_CLAUSES} are allowed")
     return _Translator(FieldTerms(catalog, schema, fail), catalog, fail).node(parsed, None, 0)
+
+
+_SPACE = " \t\r\n\u3000"
+
+
+def _spell_out_operators(q: str) -> str:
+    """Lucene's `&&`, `||` and `!` as the AND, OR and NOT luqum knows. Like Lucene's lexer,
+    only at the start of a clause, never inside quotes, a regex or after a backslash."""
+    if not any(op in q for op in ("&&", "||", "!")):
+        return q
+    out, i, clause_start = [], 0, True
+    while i < len(q):
+        char = q[i]
+        if char == "\\":
+            out.append(q[i : i + 2])
+            i, clause_start = i + 2, False
+        elif char == '"' or (char == "/" and clause_start):
+            end = _closing(q, i)
+            out.append(q[i:end])
+            i, clause_start = end, False
+        elif clause_start and q.startswith(("&&", "||"), i) and (i + 2 == len(q) or q[i + 2] in _SPACE + "()"):
+            out.append("AND" if char == "&" else "OR")
+            i, clause_start = i + 2, False
+        elif clause_start and char == "!" and i + 1 < len(q):
+            out.append("NOT ")
+            i += 1
+        else:
+            out.append(char)
+            i, clause_start = i + 1, char in _SPACE + "("
+    return "".join(out)
+
+
+def _closing(q: str, start: int) -> int:
+    """The index just past the unescaped delimiter closing the one at `start` (or the end)."""
+    i = start + 1
+    while i < len(q):
+        if q[i] == "\\":
+            i += 2
+        elif q[i] == q[start]:
+            return i + 1
+        else:
+            i += 1
+    return len(q)
 
 
 def _failer(param: str) -> Callable[[str], BadRequest]:

@@ -13,7 +13,7 @@ import tantivy
 
 from fonds.errors import BadRequest
 from fonds.search import analysis
-from fonds.search.catalog import FieldCatalog, FieldKind, SearchField
+from fonds.search.catalog import PRESENT_FIELD, FieldCatalog, FieldKind, SearchField
 from fonds.search.values import Wildcard, parse_boolean, parse_date_interval, parse_integer, split_word, unescape
 
 # Wildcard and regex terms become automata over the term dictionary; tantivy refuses automata
@@ -179,7 +179,7 @@ class FieldTerms:
         """`field:*` and `field:[* TO *]`: documents with any value in the field."""
         if f.fast:
             return tantivy.Query.exists_query(f.name)
-        return tantivy.Query.regex_query(self.schema, f.name, ".*")
+        return self._term(PRESENT_FIELD, f.name)
 
     def _not_applicable(self, f: SearchField, text: str, wanted: str, explicit: bool) -> None:
         if explicit:
