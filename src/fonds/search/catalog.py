@@ -8,6 +8,7 @@ field cannot be indexed one way and queried another.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -15,13 +16,14 @@ from enum import StrEnum
 import tantivy
 
 from fonds.search import analysis
-from fonds.search.values import parse_date_interval
+from fonds.search.dates import parse_date_interval
 
 STEM_SUFFIX = "_stem"
 # A hidden keyword field listing which non-fast fields a document has values in, so that
 # `field:*` reads one posting list instead of walking the field's whole term dictionary
 # (about 0.5 s for a full-text field at 100,000 records); fast fields use their column.
 PRESENT_FIELD = "_fields"
+_FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 class FieldKind(StrEnum):
@@ -48,7 +50,8 @@ class SearchField:
     fast: bool = False
 
     def __post_init__(self):
-        if not tantivy.SchemaBuilder.is_valid_field_name(self.name) or self.name.endswith(STEM_SUFFIX):
+        # A name a query can write as `name:value`; `_stem` and `_fields` names are the catalog's own.
+        if not _FIELD_NAME.match(self.name) or self.name.endswith(STEM_SUFFIX):
             raise ValueError(f"invalid search field name {self.name!r}")
         if self.stemmed and self.kind is not FieldKind.TEXT:
             raise ValueError(f"{self.name}: only text fields have a stemmed twin")
@@ -116,6 +119,8 @@ class FieldCatalog:
             items = _as_list(value)
             for item in items:
                 item = _coerce(spec, item) if spec else item
+                if item is None:
+                    continue
                 _add_value(doc, name, item)
                 if spec and spec.stem_field:
                     _add_value(doc, spec.stem_field, item)
@@ -148,17 +153,23 @@ def _as_list(value: object) -> list[object]:
 def _coerce(spec: SearchField, value: object) -> object:
     if spec.kind is FieldKind.DATE:
         if isinstance(value, dt.datetime):
-            return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+            return _indexable_date(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
         text = value.isoformat() if isinstance(value, dt.date) else str(value)
         interval = parse_date_interval(text)
         if interval is None:
             raise ValueError(f"{spec.name}: {value!r} is not a date")
-        return interval[0]
+        return _indexable_date(interval[0])
     if spec.kind is FieldKind.INTEGER:
         return int(value)
     if spec.kind is FieldKind.BOOLEAN:
         return bool(value)
     return str(value)
+
+
+def _indexable_date(value: dt.datetime) -> dt.datetime | None:
+    # tantivy holds nanoseconds since 1970 in 64 bits: 1677-2262. A date outside cannot be
+    # indexed, so the document goes in without it; historical dates belong in integer year fields.
+    return value if tantivy.MIN_DATETIME <= value <= tantivy.MAX_DATETIME else None
 
 
 def _add_value(doc: tantivy.Document, name: str, value: object) -> None:

@@ -7,6 +7,7 @@ fields, where such a value simply does not apply to it (None).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 import tantivy
@@ -14,7 +15,8 @@ import tantivy
 from fonds.errors import BadRequest
 from fonds.search import analysis
 from fonds.search.catalog import PRESENT_FIELD, FieldCatalog, FieldKind, SearchField
-from fonds.search.values import Wildcard, parse_boolean, parse_date_interval, parse_integer, split_word, unescape
+from fonds.search.dates import parse_date_interval
+from fonds.search.values import Wildcard, parse_boolean, parse_integer, split_word, unescape
 
 # Wildcard and regex terms become automata over the term dictionary; tantivy refuses automata
 # above 1,000 states, and a short pattern keeps the dictionary walk cheap.
@@ -49,8 +51,8 @@ class FieldTerms:
             return self._typed(f, text, parse_boolean(text), "true or false", explicit)
         interval = parse_date_interval(text)
         if interval is None:
-            return self._not_applicable(f, text, "a date (YYYY, YYYY-MM, YYYY-MM-DD or ISO-8601)", explicit)
-        return self._date_range(f, interval[0], interval[1], True, False)
+            return self._not_applicable(f, text, "a date (YYYY, YYYY-MM, YYYY-MM-DD, ISO-8601 or NOW date math)", explicit)
+        return self._date_range(f, interval[0], interval[1])
 
     def stemmed(self, f: SearchField, raw: str) -> tantivy.Query | None:
         """A bare word against `f`'s stemmed twin: every stem present (the twin has no positions)."""
@@ -155,18 +157,26 @@ class FieldTerms:
         lo_interval, hi_interval = (self._date_bound(f, b) for b in (low, high))
         lo = None if lo_interval is None else lo_interval[0 if include_low else 1]
         hi = None if hi_interval is None else hi_interval[1 if include_high else 0]
-        return self._date_range(f, lo, hi, True, False)
+        return self._date_range(f, lo, hi)
 
     def _date_bound(self, f: SearchField, text: str | None):
         if text is None:
             return None
         interval = parse_date_interval(text)
         if interval is None:
-            raise self.fail(f"{_a_kind(f)}; {text!r} is not a date (YYYY, YYYY-MM, YYYY-MM-DD or ISO-8601)")
+            raise self.fail(f"{_a_kind(f)}; {text!r} is not a date (YYYY, YYYY-MM, YYYY-MM-DD, ISO-8601 or NOW date math)")
         return interval
 
-    def _date_range(self, f: SearchField, lo, hi, include_low: bool, include_high: bool) -> tantivy.Query:
-        return self._range(f, tantivy.FieldType.Date, lo, hi, include_low, include_high)
+    def _date_range(self, f: SearchField, lo: dt.datetime | None, hi: dt.datetime | None) -> tantivy.Query:
+        """Instants in [lo, hi) (None: open), within the years tantivy can hold (1677-2262):
+        a bound beyond them is no bound, an interval wholly outside them matches nothing."""
+        if (lo is not None and lo > tantivy.MAX_DATETIME) or (hi is not None and hi <= tantivy.MIN_DATETIME):
+            return tantivy.Query.empty_query()
+        lo = None if lo is None or lo <= tantivy.MIN_DATETIME else lo
+        hi = None if hi is None or hi > tantivy.MAX_DATETIME else hi
+        if lo is None and hi is None:
+            return self.exists(f)
+        return self._range(f, tantivy.FieldType.Date, lo, hi, True, False)
 
     def _range(self, f: SearchField, kind: tantivy.FieldType, lo, hi, include_low: bool, include_high: bool) -> tantivy.Query:
         if lo is not None and hi is not None and (lo > hi or (lo == hi and not (include_low and include_high))):
