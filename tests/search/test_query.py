@@ -231,7 +231,12 @@ ERRORS = [
     ("(" * 150 + "a" + ")" * 150, "nested too deeply"),
     ("(" * 5000 + "a" + ")" * 5000, "nested too deeply"),
     ("-" * 3000 + "a", "nested too deeply"),
-    ("a " * 12_000, "characters long"),
+    ("a" * 64_001, "query is 64001 characters long; at most 64000 are allowed"),
+    ("a^2" * 1500, "query has 1500 clauses; at most 1024 are allowed"),
+    ("a^2" * 4000, "query has about 4000 clauses; at most 1024 are allowed"),
+    ("a " * 1_500, "query has 1500 clauses; at most 1024 are allowed"),
+    ("a " * 4_000, "query has about 4000 clauses; at most 1024 are allowed"),
+    ("years:[1 TO 2]^2 " * 1600, "query has about 1600 clauses; at most 1024 are allowed"),
 ]
 
 
@@ -252,6 +257,8 @@ def test_error_names_the_parameter_it_was_given_as(corpus_index):
 
 def test_exactly_max_clauses_is_allowed(corpus_index):
     assert hits(corpus_index, " OR ".join(["smith"] * MAX_CLAUSES)) == ids("a3 a5")
+    lookups = " OR ".join(f'identifier:"MS-{n:06d}"^2' for n in range(MAX_CLAUSES - 1)) + " OR identifier:MS-001"
+    assert hits(corpus_index, lookups) == ids("a1")
 
 
 QUERY_ALPHABET = st.sampled_from(
@@ -270,3 +277,19 @@ def test_any_input_is_a_query_or_a_400(corpus_index, q):
         assert exc.status == 400 and exc.error["q"]
         return
     corpus_index.searcher().search(query, limit=5)
+
+
+@pytest.mark.parametrize(
+    ("q", "clauses"),
+    [
+        ("a b", 2),
+        ('title:"a b"~2^3 AND years:[1 TO 5}', 2),
+        ("a^2b^2 OR c~1", 3),
+        (r"x\:y (z OR (w))", 3),
+        ("[* TO 5] {a TO b}", 2),
+    ],
+)
+def test_clause_estimate_before_parsing_matches_luqum(q, clauses):
+    from fonds.search.lexical import measure
+
+    assert measure(q).clauses == clauses
