@@ -7,10 +7,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, sessions, system, users
+from fonds.api import archival_objects, groups, search, sessions, system, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.bootstrap import bootstrap
@@ -18,6 +19,7 @@ from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
 from fonds.records.registry import REGISTRY, database_metadata
 from fonds.records.service import RecordService
+from fonds.search.engine import SearchEngine
 from fonds.storage import migrate
 from fonds.storage.db import Database
 
@@ -44,12 +46,14 @@ class CacheControl:
 
 
 def open_services(settings: Settings) -> AppServices:
+    """The database migrated and bootstrapped, the record service and the (not yet started) search engine."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records)
+    search = SearchEngine(settings, db, REGISTRY, records.render)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, search=search)
 
 
 def _openapi(app: FastAPI, records_schemas: dict) -> dict:
@@ -84,24 +88,29 @@ def _as_component(node):
 
 
 def create_app(settings: Settings) -> FastAPI:
-    services = open_services(settings)
-
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        yield
-        services.db.dispose()
+        # Start-up owns migration, bootstrap and the search indexer (with its writer lock);
+        # shut-down stops the indexer before the database goes.
+        services = await run_in_threadpool(open_services, settings)
+        app.state.fonds = services
+        services.search.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(services.search.stop)
+            services.db.dispose()
 
     app = FastAPI(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.fonds = services
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, sessions, users, groups, archival_objects):
+    for module in (system, sessions, users, groups, archival_objects, search):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
     spec: dict = {}
-    app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    app.openapi = lambda: spec or spec.update(_openapi(app, app.state.fonds.records.schemas.schemas)) or spec
     app.add_middleware(SessionCheck)
     app.add_middleware(CacheControl)
     return app

@@ -116,5 +116,64 @@ def user_set_password(
     console.print(f"Password of {username!r} changed; their sessions have ended")
 
 
+def _search_services(config: Path | None):
+    """The database and a search engine that is not started: these commands never take the
+    writer lock, so they run beside a serving `fonds serve`."""
+    from fonds.app import open_services
+
+    return open_services(_settings(config))
+
+
+@cli.command()
+def reindex(config: ConfigOption = None):
+    """Rebuild the search index from the database while the service keeps answering from the
+    old one, then switch to the new one (the running indexer applies what changed meanwhile)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from fonds.search.indexer import count_searchable, rebuild
+
+    services = _search_services(config)
+    engine = services.search
+    try:
+        total = count_searchable(services.db, services.registry)
+        columns = (
+            TextColumn("Reindexing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} records/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("reindex", total=total, rate="-")
+
+            def advance(count: int) -> None:
+                progress.advance(task, count)
+                speed = progress.tasks[0].speed
+                progress.update(task, rate=f"{speed:,.0f}" if speed else "-")
+
+            name = rebuild(engine.directory, services.db, engine.builder, advance)
+    finally:
+        services.db.dispose()
+    console.print(f"Search index rebuilt: {total:,} records in {name} (now live)")
+
+
+@cli.command("search-status")
+def search_status(config: ConfigOption = None):
+    """Report the search index: the change-log sequence applied, the lag behind the database, its size."""
+    services = _search_services(config)
+    try:
+        status = services.search.status()
+    finally:
+        services.db.dispose()
+    console.print(f"Generation:        {status.generation or '(none: it is built at the next start)'}")
+    console.print(f"Applied sequence:  {status.applied}")
+    console.print(f"Database sequence: {status.head}")
+    console.print(f"Lag:               {status.lag} change(s)")
+    console.print(f"Documents:         {status.documents:,}")
+    console.print(f"Size:              {status.size_bytes / 1_048_576:,.1f} MiB")
+
+
 def main() -> None:
     cli()

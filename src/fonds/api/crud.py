@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from fonds.api.deps import RawBody, Services, require
-from fonds.api.params import ListingParams, ResolveParam
+from fonds.api.params import ListingParams, ResolveParam, SuppressedParam
 from fonds.api.routing import add_route, json_response, record_body, record_response, with_repo_id
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
+from fonds.records.suppression import set_suppressed
 
 WRITE_RESULT = {
     "200": {
@@ -50,6 +51,16 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     def delete_record(actor: Actor = require(perms.delete), *, id: int, app: Services, repo_id: int | None = None):
         return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
 
+    def suppress_record(
+        actor: Actor = require("suppress_archival_record"),
+        *,
+        id: int,
+        app: Services,
+        suppressed: SuppressedParam,
+        repo_id: int | None = None,
+    ):
+        return json_response(set_suppressed(app.db, record_type, id, repo_id=repo_id, value=suppressed, username=actor.username))
+
     lister = list_plain if record_type.list_is_plain_array else list_records
     routes = {
         "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": record_response(name, many=True)}),
@@ -65,6 +76,17 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         ),
         "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {}),
     }
+    if record_type.suppressible:
+        add_route(
+            router,
+            f"{item}/suppressed",
+            with_repo_id(suppress_record, scoped),
+            methods=["POST"],
+            permission="suppress_archival_record",
+            summary=f"Suppress or unsuppress a {name}",
+            name=f"suppress_{name}",
+            tags=[name],
+        )
     for action in record_type.actions:
         path, endpoint, method, permission, summary, extra = routes[action]
         add_route(

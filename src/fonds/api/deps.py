@@ -17,6 +17,7 @@ from fonds.config import Settings
 from fonds.errors import BadRequest, Denied, SessionGone, TooLarge, json_error
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
+from fonds.search.engine import SearchEngine
 from fonds.storage.db import Database
 
 SESSION_HEADERS = ("x-service-session", "x-archivesspace-session")
@@ -31,6 +32,7 @@ class AppServices:
     db: Database
     registry: Registry
     records: RecordService
+    search: SearchEngine
 
 
 def services(request: Request) -> AppServices:

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from fonds.errors import Conflict
 from fonds.records.rewrite import rewrite_records
+from fonds.storage import change_log
 from fonds.storage import records as store
 
 Key = tuple[str, int]
@@ -81,11 +82,18 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
     for name, ids in by_type.items():
         rows = store.fetch_many(conn, tables[name], ids)
         registry[name].hooks.on_delete(conn, rows, doomed)
-        for doomed_row in rows:
-            uri = registry[name].uri(doomed_row.id, doomed_row.repo_id)
-            store.record_change(
-                conn, tables, record_type=name, record_id=doomed_row.id, repo_id=doomed_row.repo_id, uri=uri, op="deleted", now=now
-            )
+        changes = [
+            {
+                "record_type": name,
+                "record_id": r.id,
+                "repo_id": r.repo_id,
+                "uri": registry[name].uri(r.id, r.repo_id),
+                "op": "deleted",
+                "at": now,
+            }
+            for r in rows
+        ]
+        change_log.append(conn, changes)
         store.delete_rows(conn, tables, name, ids)
 
 

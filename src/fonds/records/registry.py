@@ -11,6 +11,8 @@ from typing import Literal
 from sqlalchemy import Boolean, Integer, String
 
 from fonds.records import hooks
+from fonds.records import search_spec as search
+from fonds.records.search_spec import SearchSpec
 from fonds.storage.tables import ColumnSpec, TableSpec
 
 ACTIONS = ("list", "create", "read", "update", "delete")
@@ -87,6 +89,10 @@ class RecordType:
     allowed_in_global_repository: bool = False
     # ArchivesSpace's 404 message where it is not "<Model> not found".
     missing_message: str = ""
+    # What its search document holds; None: not searchable.
+    search: SearchSpec | None = None
+    # `POST <record>/suppressed` hides it from users who may not see suppressed records.
+    suppressible: bool = False
 
     @property
     def repo_scoped(self) -> bool:
@@ -189,6 +195,7 @@ REGISTRY = Registry(
             columns=(_text_column("repo_code"),),
             unique_keys=(UniqueKey(("repo_code",), "repo_code", "short name already in use"),),
             hooks=hooks.RepositoryHooks(),
+            search=search.REPOSITORY_SEARCH,
             list_is_plain_array=True,
         ),
         RecordType(
@@ -202,6 +209,8 @@ REGISTRY = Registry(
             unique_keys=(UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),),
             ref_rules=INSTANCE_RULES,
             hooks=hooks.AccessionHooks(),
+            search=search.ACCESSION_SEARCH,
+            suppressible=True,
         ),
         RecordType(
             name="resource",
@@ -217,6 +226,8 @@ REGISTRY = Registry(
             ),
             ref_rules=INSTANCE_RULES,
             hooks=hooks.ResourceHooks(),
+            search=search.RESOURCE_SEARCH,
+            suppressible=True,
         ),
         RecordType(
             name="archival_object",
@@ -245,6 +256,8 @@ REGISTRY = Registry(
             indexes=(("resource_id", "parent_id", "position"),),
             ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
             hooks=hooks.ArchivalObjectHooks(),
+            search=search.ARCHIVAL_OBJECT_SEARCH,
+            suppressible=True,
         ),
         RecordType(
             name="subject",
@@ -264,6 +277,7 @@ REGISTRY = Registry(
             ),
             ref_rules=(RefRule("vocabulary", "restrict", message="Vocabulary is in use by subjects"),),
             hooks=hooks.SubjectHooks(),
+            search=search.SUBJECT_SEARCH,
         ),
         RecordType(
             name="top_container",
@@ -277,6 +291,7 @@ REGISTRY = Registry(
             columns=(_text_column("barcode"), _text_column("indicator", index=True)),
             unique_keys=(UniqueKey(("repo_id", "barcode"), "barcode", "A barcode must be unique within a repository"),),
             hooks=hooks.TopContainerHooks(),
+            search=search.TOP_CONTAINER_SEARCH,
         ),
         RecordType(
             name="location_profile",
@@ -293,6 +308,7 @@ REGISTRY = Registry(
             columns=(_text_column("name"),),
             unique_keys=(UniqueKey(("name",), "name", "Location profile name not unique"),),
             hooks=hooks.LocationProfileHooks(),
+            search=search.LOCATION_PROFILE_SEARCH,
         ),
         RecordType(
             name="vocabulary",

@@ -67,18 +67,6 @@ def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: 
     return conn.execute(select(table.c.id).where(*where, table.c.id != exclude_id).limit(1)).scalar_one_or_none()
 
 
-def record_change(conn: Connection, tables, *, record_type: str, record_id: int, repo_id: int | None, uri: str, op: str, now) -> None:
-    record_changes(
-        conn, tables, [{"record_type": record_type, "record_id": record_id, "repo_id": repo_id, "uri": uri, "op": op, "at": now}]
-    )
-
-
-def record_changes(conn: Connection, tables, changes: list[dict]) -> None:
-    """Append change rows (record_type, record_id, repo_id, uri, op, at) in one statement."""
-    if changes:
-        conn.execute(insert(tables["change_log"]), changes)
-
-
 def replace_links(conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]]) -> None:
     """Record the refs a record holds: (field pattern, concrete path, target type, target id)."""
     table = tables["record_link"]

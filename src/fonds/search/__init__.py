@@ -1,0 +1,1 @@
+"""Full-text search: the index, its documents, the indexer and the queries."""
