@@ -17,7 +17,9 @@ def corpus(api, repo):
     """Three accessions, a resource with two archival objects, a subject, a top container."""
     subject = make_subject(api, "Whaling")
     made = {
-        "smith": accession(api, repo, "Smith family papers", id_0="2024", id_1="001", accession_date="2024-05-01", subjects=[{"ref": subject}])["uri"],
+        "smith": accession(
+            api, repo, "Smith family papers", id_0="2024", id_1="001", accession_date="2024-05-01", subjects=[{"ref": subject}]
+        )["uri"],
         "jones": accession(api, repo, "Jones letters", id_0="2024", id_1="002", accession_date="2023-01-15")["uri"],
         "brown": accession(api, repo, "Brown diaries", id_0="2019", id_1="007", accession_date="2019-07-04")["uri"],
         "subject": subject,
@@ -46,7 +48,12 @@ def test_envelope_and_document_fields(api, repo, corpus):
     [doc] = body["results"]
     assert "jsonmodel_type" not in doc
     assert doc["id"] == doc["uri"] == corpus["jones"]
-    assert (doc["title"], doc["primary_type"], doc["types"], doc["repository"]) == ("Jones letters", "accession", ["accession"], f"/repositories/{repo}")
+    assert (doc["title"], doc["primary_type"], doc["types"], doc["repository"]) == (
+        "Jones letters",
+        "accession",
+        ["accession"],
+        f"/repositories/{repo}",
+    )
     assert (doc["identifier"], doc["publish"], doc["suppressed"], doc["created_by"]) == ("2024-002", False, False, "admin")
     # `json` is exactly what GET returns.
     assert doc["json"] == api.get(corpus["jones"]).text
@@ -134,11 +141,17 @@ def test_advanced_query_and_filter(api, repo, corpus):
         }
     }
     assert hits(api, path, aq=json.dumps(aq)) == [corpus["smith"]]
-    by_date = {"query": {"jsonmodel_type": "date_field_query", "field": "accession_date", "comparator": "lesser_than", "value": "2020-01-01"}}
+    by_date = {
+        "query": {"jsonmodel_type": "date_field_query", "field": "accession_date", "comparator": "lesser_than", "value": "2020-01-01"}
+    }
     assert hits(api, path, aq=json.dumps(by_date)) == [corpus["brown"]]
     literal = {"query": {"jsonmodel_type": "field_query", "field": "level", "value": "series"}}
     assert hits(api, path, filter=json.dumps(literal)) == [corpus["series"]]
-    for bad in ("{not json", '{"query": {"jsonmodel_type": "mystery_query"}}', '{"query": {"jsonmodel_type": "boolean_query", "op": "XOR", "subqueries": []}}'):
+    for bad in (
+        "{not json",
+        '{"query": {"jsonmodel_type": "mystery_query"}}',
+        '{"query": {"jsonmodel_type": "boolean_query", "op": "XOR", "subqueries": []}}',
+    ):
         response = search(api, path, aq=bad)
         assert response.status_code == 400, bad
         assert list(response.json()["error"]) == ["aq"]
@@ -173,7 +186,9 @@ def test_top_container_search_has_a_solr_response_block(api, repo, corpus):
 def test_global_search_routes(api, repo, corpus):
     assert hits(api, "/search/subjects") == [corpus["subject"]]
     assert hits(api, "/search/repositories") == [f"/repositories/{repo}"]  # the hidden global repository is not a search result
-    profile = api.create("/location_profiles", {"jsonmodel_type": "location_profile", "name": "Flat file", "depth": "30", "height": "5", "width": "40"})
+    profile = api.create(
+        "/location_profiles", {"jsonmodel_type": "location_profile", "name": "Flat file", "depth": "30", "height": "5", "width": "40"}
+    )
     [doc] = search(api, "/search/location_profile").json()["results"]
     assert (doc["uri"], doc["location_profile_depth"], doc["location_profile_width"]) == (profile["uri"], "30", "40")
     assert set(hits(api, "/search", **{"type[]": ["accession"]})) == {corpus["smith"], corpus["jones"], corpus["brown"]}

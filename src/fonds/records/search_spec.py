@@ -1,7 +1,7 @@
 """What a record type puts in its search document, declared beside the type (`RecordType.search`).
 
 A document has the fields every type shares (built by `fonds.search.documents`: id, uri, title,
-types, json, repository, audit fields, the full text …) plus the `SearchField`s its type
+types, json, repository, audit fields, the full text …) plus the `DocumentField`s its type
 declares. A field is named once with one kind across all types (the index has one schema); its
 value is computed from the record exactly as GET returns it, and from the records it links to
 (`Linked`: the titles of its subjects, say). A type whose records appear in other records'
@@ -26,7 +26,7 @@ class Linked(Protocol):
 
 
 @dataclass(frozen=True)
-class SearchField:
+class DocumentField:
     """`text`: analysed words (full-text, phrases, highlighting); `keyword`: the exact value
     (facets, sorting, exact filters); `date`, `integer`, `boolean`: typed values (ranges)."""
 
@@ -43,7 +43,7 @@ def _default_title(doc: dict) -> str | None:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    fields: tuple[SearchField, ...] = ()
+    fields: tuple[DocumentField, ...] = ()
     title: Callable[[dict], str | None] = _default_title
     # Records linking to one of this type show its title in their documents (subjects, agents).
     shown_in_linkers: bool = False
@@ -93,19 +93,19 @@ def _extents(doc: dict) -> list[str]:
     return [f"{e.get('number', '')} {e.get('extent_type', '')}".strip() for e in doc.get("extents") or []]
 
 
-IDENTIFIER = SearchField("identifier", "keyword", lambda doc, _: four_part_identifier(doc), default_weight=3.0)
-FOUR_PART_ID = SearchField("four_part_id", "text", lambda doc, _: four_part_identifier(doc))
+IDENTIFIER = DocumentField("identifier", "keyword", lambda doc, _: four_part_identifier(doc), default_weight=3.0)
+FOUR_PART_ID = DocumentField("four_part_id", "text", lambda doc, _: four_part_identifier(doc))
 SUBJECTS = (
-    SearchField("subjects", "keyword", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
-    SearchField("subjects_text", "text", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
-    SearchField("subject_uris", "keyword", lambda doc, _: [r["ref"] for r in _refs(doc, "subjects")]),
+    DocumentField("subjects", "keyword", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
+    DocumentField("subjects_text", "text", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
+    DocumentField("subject_uris", "keyword", lambda doc, _: [r["ref"] for r in _refs(doc, "subjects")]),
 )
 DATES = (
-    SearchField("dates", "text", lambda doc, _: _date_labels(doc)),
-    SearchField("years", "integer", lambda doc, _: years(doc)),
+    DocumentField("dates", "text", lambda doc, _: _date_labels(doc)),
+    DocumentField("years", "integer", lambda doc, _: years(doc)),
 )
-EXTENTS = SearchField("extents", "text", lambda doc, _: _extents(doc))
-LEVEL = SearchField("level", "keyword", lambda doc, _: doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level"))
+EXTENTS = DocumentField("extents", "text", lambda doc, _: _extents(doc))
+LEVEL = DocumentField("level", "keyword", lambda doc, _: doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level"))
 DESCRIBED = (*SUBJECTS, *DATES, EXTENTS)
 
 
@@ -180,16 +180,16 @@ def _typed_number(value) -> float | None:
 
 
 REPOSITORY_SEARCH = SearchSpec(
-    fields=(SearchField("repo_code", "keyword", lambda doc, _: doc.get("repo_code")),),
+    fields=(DocumentField("repo_code", "keyword", lambda doc, _: doc.get("repo_code")),),
     title=lambda doc: doc.get("name"),
 )
 ACCESSION_SEARCH = SearchSpec(
     fields=(
         IDENTIFIER,
         FOUR_PART_ID,
-        SearchField("accession_date", "date", lambda doc, _: doc.get("accession_date")),
-        SearchField("acquisition_type", "keyword", lambda doc, _: doc.get("acquisition_type")),
-        SearchField("resource_type", "keyword", lambda doc, _: doc.get("resource_type")),
+        DocumentField("accession_date", "date", lambda doc, _: doc.get("accession_date")),
+        DocumentField("acquisition_type", "keyword", lambda doc, _: doc.get("acquisition_type")),
+        DocumentField("resource_type", "keyword", lambda doc, _: doc.get("resource_type")),
         *DESCRIBED,
     ),
 )
@@ -198,24 +198,24 @@ RESOURCE_SEARCH = SearchSpec(
         IDENTIFIER,
         FOUR_PART_ID,
         LEVEL,
-        SearchField("ead_id", "keyword", lambda doc, _: doc.get("ead_id")),
-        SearchField("finding_aid_title", "text", lambda doc, _: doc.get("finding_aid_title")),
-        SearchField("finding_aid_filing_title", "text", lambda doc, _: doc.get("finding_aid_filing_title"), default_weight=2.0),
-        SearchField("finding_aid_status", "keyword", lambda doc, _: doc.get("finding_aid_status")),
-        SearchField("resource_type", "keyword", lambda doc, _: doc.get("resource_type")),
+        DocumentField("ead_id", "keyword", lambda doc, _: doc.get("ead_id")),
+        DocumentField("finding_aid_title", "text", lambda doc, _: doc.get("finding_aid_title")),
+        DocumentField("finding_aid_filing_title", "text", lambda doc, _: doc.get("finding_aid_filing_title"), default_weight=2.0),
+        DocumentField("finding_aid_status", "keyword", lambda doc, _: doc.get("finding_aid_status")),
+        DocumentField("resource_type", "keyword", lambda doc, _: doc.get("resource_type")),
         *DESCRIBED,
     ),
 )
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
     fields=(
-        SearchField("identifier", "keyword", lambda doc, _: doc.get("component_id"), default_weight=3.0),
-        SearchField("component_id", "keyword", lambda doc, _: doc.get("component_id")),
-        SearchField("ref_id", "keyword", lambda doc, _: doc.get("ref_id")),
+        DocumentField("identifier", "keyword", lambda doc, _: doc.get("component_id"), default_weight=3.0),
+        DocumentField("component_id", "keyword", lambda doc, _: doc.get("component_id")),
+        DocumentField("ref_id", "keyword", lambda doc, _: doc.get("ref_id")),
         LEVEL,
-        SearchField("resource", "keyword", lambda doc, _: _ref(doc, "resource")),
-        SearchField("parent", "keyword", lambda doc, _: _ref(doc, "parent")),
-        SearchField("ancestors", "keyword", lambda doc, _: _ancestors(doc)),
-        SearchField("position", "integer", lambda doc, _: doc.get("position")),
+        DocumentField("resource", "keyword", lambda doc, _: _ref(doc, "resource")),
+        DocumentField("parent", "keyword", lambda doc, _: _ref(doc, "parent")),
+        DocumentField("ancestors", "keyword", lambda doc, _: _ancestors(doc)),
+        DocumentField("position", "integer", lambda doc, _: doc.get("position")),
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
@@ -223,25 +223,25 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
 )
 SUBJECT_SEARCH = SearchSpec(
     fields=(
-        SearchField("source", "keyword", lambda doc, _: doc.get("source")),
-        SearchField("first_term_type", "keyword", lambda doc, _: (doc.get("terms") or [{}])[0].get("term_type")),
-        SearchField("authority_id", "keyword", lambda doc, _: doc.get("authority_id")),
-        SearchField("vocabulary", "keyword", lambda doc, _: doc.get("vocabulary")),
+        DocumentField("source", "keyword", lambda doc, _: doc.get("source")),
+        DocumentField("first_term_type", "keyword", lambda doc, _: (doc.get("terms") or [{}])[0].get("term_type")),
+        DocumentField("authority_id", "keyword", lambda doc, _: doc.get("authority_id")),
+        DocumentField("vocabulary", "keyword", lambda doc, _: doc.get("vocabulary")),
     ),
     shown_in_linkers=True,
 )
 TOP_CONTAINER_SEARCH = SearchSpec(
     fields=(
-        SearchField("indicator", "keyword", lambda doc, _: doc.get("indicator"), default_weight=3.0),
-        SearchField("barcode", "keyword", lambda doc, _: doc.get("barcode"), default_weight=3.0),
-        SearchField("type", "keyword", lambda doc, _: doc.get("type")),
+        DocumentField("indicator", "keyword", lambda doc, _: doc.get("indicator"), default_weight=3.0),
+        DocumentField("barcode", "keyword", lambda doc, _: doc.get("barcode"), default_weight=3.0),
+        DocumentField("type", "keyword", lambda doc, _: doc.get("type")),
     ),
     title=lambda doc: doc.get("long_display_string") or doc.get("display_string"),
 )
 LOCATION_PROFILE_SEARCH = SearchSpec(
     fields=(
-        SearchField("name", "keyword", lambda doc, _: doc.get("name")),
-        SearchField("dimension_units", "keyword", lambda doc, _: doc.get("dimension_units")),
-        *(SearchField(f"location_profile_{d}", "keyword", lambda doc, _, d=d: doc.get(d)) for d in ("depth", "height", "width")),
+        DocumentField("name", "keyword", lambda doc, _: doc.get("name")),
+        DocumentField("dimension_units", "keyword", lambda doc, _: doc.get("dimension_units")),
+        *(DocumentField(f"location_profile_{d}", "keyword", lambda doc, _, d=d: doc.get(d)) for d in ("depth", "height", "width")),
     ),
 )

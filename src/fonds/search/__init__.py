@@ -1,1 +1,1 @@
-"""Full-text search: the index, its documents, the indexer and the queries."""
+"""Full-text search: analysis, the Lucene query language, sorting (and, beside them, the index)."""

@@ -3,7 +3,6 @@ declares plus those every document has (aspace-api §9.5; no `jsonmodel_type`)."
 
 from __future__ import annotations
 
-import datetime
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
@@ -13,8 +12,9 @@ import tantivy
 from sqlalchemy import select
 
 from fonds.records.registry import RecordType, Registry
-from fonds.search.fields import STORED_DOCUMENT, FieldInfo
-from fonds.search.index import stem_field
+from fonds.search.catalog import FieldCatalog, FieldKind
+from fonds.search.fields import STORED_DOCUMENT
+from fonds.search.values import parse_date_interval
 
 # Keys whose values are plumbing, not words anyone searches for.
 NOT_FULL_TEXT = frozenset(
@@ -121,39 +121,20 @@ def result_fields(record_type: RecordType, doc: dict, linked: LinkedTitles) -> d
     return fields
 
 
-def _date(value) -> datetime.datetime | None:
-    text = str(value)
-    for candidate in (text.replace("Z", "+00:00"), text + "-01-01" if len(text) == 4 else text):
-        try:
-            moment = datetime.datetime.fromisoformat(candidate)
-        except ValueError:
-            continue
-        return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
-    return None
-
-
-def _add(document: tantivy.Document, info: FieldInfo, value) -> None:
-    for item in _as_list(value):
-        if info.kind in ("text", "keyword"):
-            document.add_text(info.name, str(item))
-            if info.kind == "text" and info.default_weight is not None:
-                document.add_text(stem_field(info.name), str(item))
-        elif info.kind == "date":
-            moment = _date(item)
-            if moment is not None:
-                document.add_date(info.name, moment)
-        elif info.kind == "integer" and isinstance(item, int | float) and not isinstance(item, bool):
-            document.add_integer(info.name, int(item))
-        elif info.kind == "boolean":
-            document.add_boolean(info.name, bool(item))
-
-
-def to_index_document(catalog: dict[str, FieldInfo], fields: dict, record: dict, body: bytes) -> tantivy.Document:
-    """The tantivy document: each catalog field indexed, the result document stored whole."""
-    document = tantivy.Document()
+def _typed(catalog: FieldCatalog, fields: dict) -> dict:
+    """The values the catalog can index: a date that is no date is left out, not refused (a
+    record's free-text date must not keep it out of the index)."""
+    values = {}
     for name, value in fields.items():
-        _add(document, catalog[name], value)
-    _add(document, catalog["fullrecord"], " ".join(full_text(record, [])))
-    stored = {**fields, "json": body.decode()}
-    document.add_bytes(STORED_DOCUMENT, orjson.dumps(stored))
+        spec = catalog.get(name)
+        if spec is not None and spec.kind is FieldKind.DATE:
+            value = [v for v in _as_list(value) if parse_date_interval(str(v)) is not None]
+        values[name] = value
+    return values
+
+
+def to_index_document(catalog: FieldCatalog, fields: dict, record: dict, body: bytes) -> tantivy.Document:
+    """The tantivy document: each catalog field indexed, the result document stored whole."""
+    document = catalog.document({**_typed(catalog, fields), "fullrecord": " ".join(full_text(record, []))})
+    document.add_bytes(STORED_DOCUMENT, orjson.dumps({**fields, "json": body.decode()}))
     return document

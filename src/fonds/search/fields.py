@@ -1,68 +1,70 @@
-"""The field catalog: every field of the index, with its kind, once for all record types.
-
-The fields every document has are declared here; the rest come from the types' `SearchSpec`s.
-A field named by two types must have the same kind in both (checked when the catalog is built)."""
+"""The index's field catalog for the registered record types: the fields every document has,
+plus those each type's SearchSpec declares. A field named by two types must have the same kind
+in both (checked here, when the catalog is built)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fonds.records.registry import Registry
-from fonds.records.search_spec import FieldKind
+from fonds.records.search_spec import DocumentField
+from fonds.search.catalog import FieldCatalog, FieldKind, SearchField
 
 # Stored whole: the result document as the search routes return it (fields, then `json`).
 STORED_DOCUMENT = "_document"
 
-
-@dataclass(frozen=True)
-class FieldInfo:
-    name: str
-    kind: FieldKind
-    # Searched by a query term without a field name, with this weight.
-    default_weight: float | None = None
-
-    @property
-    def sortable(self) -> bool:
-        return self.kind != "text"
-
-    @property
-    def facetable(self) -> bool:
-        return self.kind in ("keyword", "integer", "boolean")
-
-
+T, K, D, B = FieldKind.TEXT, FieldKind.KEYWORD, FieldKind.DATE, FieldKind.BOOLEAN
+# (name, kind, weight as a default field)
 CORE_FIELDS = (
-    FieldInfo("id", "keyword"),
-    FieldInfo("uri", "keyword"),
-    FieldInfo("title", "text", default_weight=2.0),
-    FieldInfo("title_sort", "keyword"),
-    FieldInfo("primary_type", "keyword"),
-    FieldInfo("types", "keyword"),
-    FieldInfo("repository", "keyword"),
-    FieldInfo("publish", "boolean"),
-    FieldInfo("suppressed", "boolean"),
-    FieldInfo("system_generated", "boolean"),
-    FieldInfo("created_by", "keyword"),
-    FieldInfo("last_modified_by", "keyword"),
-    FieldInfo("create_time", "date"),
-    FieldInfo("system_mtime", "date"),
-    FieldInfo("user_mtime", "date"),
-    # Every word of the record: what a query without a field name searches last.
-    FieldInfo("fullrecord", "text", default_weight=1.0),
+    ("id", K, None),
+    ("uri", K, None),
+    ("title", T, 2.0),
+    ("title_sort", K, None),
+    ("primary_type", K, None),
+    ("types", K, None),
+    ("repository", K, None),
+    ("publish", B, None),
+    ("suppressed", B, None),
+    ("system_generated", B, None),
+    ("created_by", K, None),
+    ("last_modified_by", K, None),
+    ("create_time", D, None),
+    ("system_mtime", D, None),
+    ("user_mtime", D, None),
+    # Every word of the record: what a bare query term searches last.
+    ("fullrecord", T, 1.0),
 )
+# Not stored: nobody wants a snippet of the whole record (the matching fields give theirs).
+UNSTORED = frozenset(("fullrecord",))
 
 
 class CatalogError(ValueError):
     pass
 
 
-def build_catalog(registry: Registry) -> dict[str, FieldInfo]:
-    catalog = {info.name: info for info in CORE_FIELDS}
-    for record_type in registry:
-        for field in record_type.search.fields if record_type.search else ():
-            info = FieldInfo(field.name, field.kind, field.default_weight)
-            known = catalog.get(field.name)
-            if known is not None and known.kind != info.kind:
-                raise CatalogError(f"search field {field.name!r} of {record_type.name} is {info.kind}, elsewhere {known.kind}")
-            if known is None or (info.default_weight or 0) > (known.default_weight or 0):
-                catalog[field.name] = info
-    return catalog
+def _field(name: str, kind: FieldKind, weight: float | None) -> SearchField:
+    text = kind is FieldKind.TEXT
+    # Text is stored for highlighting; keywords are fast for facets and sorting.
+    return SearchField(
+        name, kind, stemmed=text and weight is not None, stored=text and name not in UNSTORED, fast=kind is FieldKind.KEYWORD
+    )
+
+
+def _declared(registry: Registry) -> list[tuple[str, DocumentField]]:
+    return [(t.name, f) for t in registry if t.search for f in t.search.fields]
+
+
+def build_catalog(registry: Registry) -> FieldCatalog:
+    kinds = {name: (kind, weight) for name, kind, weight in CORE_FIELDS}
+    for type_name, declared in _declared(registry):
+        kind = FieldKind(declared.kind)
+        known = kinds.get(declared.name)
+        if known is not None and known[0] is not kind:
+            raise CatalogError(f"search field {declared.name!r} of {type_name} is {kind}, elsewhere {known[0]}")
+        weight = max(filter(None, (declared.default_weight, known and known[1])), default=None)
+        kinds[declared.name] = (kind, weight)
+    fields = tuple(_field(name, kind, weight) for name, (kind, weight) in kinds.items())
+    defaults = tuple((name, weight) for name, (_, weight) in kinds.items() if weight)
+    return FieldCatalog(fields=fields, default_fields=defaults)
+
+
+def facetable(field: SearchField) -> bool:
+    return field.kind in (FieldKind.KEYWORD, FieldKind.INTEGER, FieldKind.BOOLEAN) and field.fast

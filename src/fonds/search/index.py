@@ -22,53 +22,30 @@ from pathlib import Path
 import orjson
 import tantivy
 
-from fonds.search.fields import STORED_DOCUMENT, FieldInfo
+from fonds.search.analysis import register_analyzers
+from fonds.search.catalog import FieldCatalog
+from fonds.search.fields import STORED_DOCUMENT
 
 CURRENT = "CURRENT"
 APPLIED = "applied"
 SCHEMA = "schema"
-TEXT_ANALYZER = "fonds_text"
-STEM_ANALYZER = "fonds_stem"
-KEYWORD_ANALYZER = "raw"
+# Bumped when what goes into documents changes in a way the catalog does not show.
+DOCUMENT_VERSION = 1
 
 
 class IndexUnavailable(Exception):
     """The live generation is missing, unreadable or of another catalog: it must be rebuilt."""
 
 
-def stem_field(name: str) -> str:
-    """The English-stemmed twin of a default text field (`letter` finds `letters`)."""
-    return f"{name}__stem"
-
-
-def build_schema(catalog: dict[str, FieldInfo]) -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    for info in catalog.values():
-        if info.kind == "text":
-            builder.add_text_field(info.name, stored=True, tokenizer_name=TEXT_ANALYZER)
-            if info.default_weight is not None:
-                builder.add_text_field(stem_field(info.name), stored=False, tokenizer_name=STEM_ANALYZER)
-        elif info.kind == "keyword":
-            builder.add_text_field(info.name, stored=False, fast=True, tokenizer_name=KEYWORD_ANALYZER)
-        elif info.kind == "date":
-            builder.add_date_field(info.name, indexed=True, fast=True)
-        elif info.kind == "integer":
-            builder.add_integer_field(info.name, indexed=True, fast=True)
-        elif info.kind == "boolean":
-            builder.add_boolean_field(info.name, indexed=True, fast=True)
+def build_schema(catalog: FieldCatalog) -> tantivy.Schema:
+    builder = catalog.add_to_schema(tantivy.SchemaBuilder())
     builder.add_bytes_field(STORED_DOCUMENT, stored=True)
     return builder.build()
 
 
-def catalog_fingerprint(catalog: dict[str, FieldInfo]) -> str:
-    described = [(i.name, i.kind, i.default_weight) for i in catalog.values()]
-    return hashlib.sha256(orjson.dumps([described, TEXT_ANALYZER, STEM_ANALYZER, KEYWORD_ANALYZER, 1])).hexdigest()[:16]
-
-
-def register_analyzers(index: tantivy.Index) -> None:
-    from fonds.search.analysis import register
-
-    register(index)
+def catalog_fingerprint(catalog: FieldCatalog) -> str:
+    described = [repr(f) for f in catalog.fields] + [repr(catalog.default_fields), catalog.stem_boost, DOCUMENT_VERSION]
+    return hashlib.sha256(orjson.dumps(described)).hexdigest()[:16]
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -81,7 +58,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 class IndexDirectory:
-    def __init__(self, path: Path, catalog: dict[str, FieldInfo]):
+    def __init__(self, path: Path, catalog: FieldCatalog):
         self.path = path
         self.catalog = catalog
         self.schema = build_schema(catalog)

@@ -16,8 +16,9 @@ import tantivy
 from sqlalchemy import select
 
 from fonds.records.registry import ParsedUri, Registry
+from fonds.search.catalog import FieldCatalog
 from fonds.search.documents import LinkedTitles, load_records, result_fields, to_index_document
-from fonds.search.fields import STORED_DOCUMENT, FieldInfo
+from fonds.search.fields import STORED_DOCUMENT
 from fonds.search.index import IndexDirectory, IndexUnavailable, WriterLock
 from fonds.storage import change_log
 from fonds.storage import records as store
@@ -32,7 +33,7 @@ Built = tuple[dict, tantivy.Document] | None
 class DocumentBuilder:
     """Search documents for records, read from the database as GET returns them."""
 
-    def __init__(self, registry: Registry, render: Callable, catalog: dict[str, FieldInfo]):
+    def __init__(self, registry: Registry, render: Callable, catalog: FieldCatalog):
         self.registry, self.render, self.catalog = registry, render, catalog
 
     def build(self, conn, uris: Iterable[str]) -> dict[str, Built]:

@@ -10,9 +10,12 @@ import orjson
 import tantivy
 
 from fonds.errors import BadRequest
-from fonds.search import query as lucene
 from fonds.search.advanced import advanced_to_lucene
-from fonds.search.fields import STORED_DOCUMENT, FieldInfo
+from fonds.search.analysis import KEYWORD, normalise
+from fonds.search.catalog import FieldCatalog, FieldKind
+from fonds.search.fields import STORED_DOCUMENT, UNSTORED, facetable
+from fonds.search.query import parse_query
+from fonds.search.sort import parse_sort
 
 FACET_LIMIT = 100  # ArchivesSpace's solr_facet_limit
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = '<span class="searchterm">', "</span>"
@@ -56,22 +59,23 @@ def _term(schema, name: str, value) -> tantivy.Query:
 
 
 def _any_of(schema, name: str, values) -> tantivy.Query:
-    return tantivy.Query.term_set_query(schema, name, list(values))
+    """Documents whose keyword field `name` holds one of `values` (folded as the index folds them)."""
+    return tantivy.Query.term_set_query(schema, name, [normalise(KEYWORD, v) for v in values])
 
 
 def _filter(query: tantivy.Query) -> tantivy.Query:
     return tantivy.Query.const_score_query(query, 0.0)
 
 
-def _main_query(index: tantivy.Index, catalog: dict[str, FieldInfo], params: SearchParams) -> tantivy.Query:
+def _main_query(index: tantivy.Index, catalog: FieldCatalog, params: SearchParams) -> tantivy.Query:
     if params.q and params.q.strip():
-        return lucene.to_query(params.q, catalog, index.schema, parameter="q")
+        return parse_query(params.q, catalog, index.schema, param="q")
     if params.aq and params.aq.strip():
-        return lucene.to_query(advanced_to_lucene(params.aq, "aq"), catalog, index.schema, parameter="aq")
+        return parse_query(advanced_to_lucene(params.aq, "aq"), catalog, index.schema, param="aq")
     return tantivy.Query.all_query()
 
 
-def build_query(index: tantivy.Index, catalog: dict[str, FieldInfo], params: SearchParams, scope: SearchScope) -> tantivy.Query:
+def build_query(index: tantivy.Index, catalog: FieldCatalog, params: SearchParams, scope: SearchScope) -> tantivy.Query:
     schema = index.schema
     must = [_main_query(index, catalog, params)]
     must_not = []
@@ -89,17 +93,16 @@ def build_query(index: tantivy.Index, catalog: dict[str, FieldInfo], params: Sea
         ]
         must_not.append(tantivy.Query.boolean_query(hidden))
     for text in params.filter_queries:
-        must.append(_filter(lucene.to_query(text, catalog, schema, parameter="filter_query[]")))
+        must.append(_filter(parse_query(text, catalog, schema, param="filter_query[]")))
     if params.filter:
-        must.append(
-            _filter(lucene.to_query(advanced_to_lucene(params.filter, "filter", literal=True), catalog, schema, parameter="filter"))
-        )
+        must.append(_filter(parse_query(advanced_to_lucene(params.filter, "filter", literal=True), catalog, schema, param="filter")))
     if params.exclude:
         must_not.append(_any_of(schema, "id", params.exclude))
     if params.root_record:
+        # The records of a tree, not its root (ArchivesSpace's `resource:<uri> OR digital_object:<uri>`).
         roots = [
-            (tantivy.Occur.Should, _term(schema, name, params.root_record))
-            for name in ("resource", "digital_object", "id")
+            (tantivy.Occur.Should, _any_of(schema, name, [params.root_record]))
+            for name in ("resource", "digital_object")
             if name in catalog
         ]
         must.append(_filter(tantivy.Query.boolean_query(roots)))
@@ -109,8 +112,8 @@ def build_query(index: tantivy.Index, catalog: dict[str, FieldInfo], params: Sea
 
 def _facets(searcher, query, catalog, params: SearchParams) -> dict:
     for name in params.facets:
-        info = catalog.get(name)
-        if info is None or not info.facetable:
+        spec = catalog.get(name)
+        if spec is None or not facetable(spec):
             raise BadRequest({"facet[]": [f"Cannot facet on '{name}': not a keyword, integer or boolean field"]})
     if not params.facets:
         return EMPTY_FACETS
@@ -127,9 +130,9 @@ def _facets(searcher, query, catalog, params: SearchParams) -> dict:
 
 def _highlight(searcher, query, schema, catalog, hits) -> dict:
     generators = {
-        name: tantivy.SnippetGenerator.create(searcher, query, schema, name)
-        for name, info in catalog.items()
-        if info.kind == "text" and name != "fullrecord"
+        f.name: tantivy.SnippetGenerator.create(searcher, query, schema, f.name)
+        for f in catalog.fields
+        if f.kind is FieldKind.TEXT and f.name not in UNSTORED
     }
     found = {}
     for uri, doc in hits:
@@ -169,12 +172,14 @@ def empty_envelope(params: SearchParams) -> dict:
     }
 
 
-def run_search(index: tantivy.Index | None, catalog: dict[str, FieldInfo], params: SearchParams, scope: SearchScope) -> dict:
+def run_search(index: tantivy.Index | None, catalog: FieldCatalog, params: SearchParams, scope: SearchScope) -> dict:
     """Search `index` (None: no index yet, nothing found)."""
     if index is None:
         return empty_envelope(params)
     query = build_query(index, catalog, params, scope)
-    order = lucene.to_sort(params.sort, catalog) if params.sort else None
+    # tantivy orders by one field: the first key decides (relevance when it is `score`).
+    keys = parse_sort(params.sort, catalog)
+    order = (keys[0].field, keys[0].descending) if keys and keys[0].field else None
     searcher = index.searcher()
     start = (params.page - 1) * params.page_size
     facets = _facets(searcher, query, catalog, params)
