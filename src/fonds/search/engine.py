@@ -47,7 +47,8 @@ class SearchEngine:
         self.builder = DocumentBuilder(registry, render, self.catalog)
         self.indexer = Indexer(self.directory, db, self.builder)
         self._applied = threading.Condition()
-        lock = WriterLock(self.directory.path / "writer.lock")
+        # Beside the index directory, not in it: deleting the directory must not free the lock.
+        lock = WriterLock(self.directory.path.with_name(self.directory.path.name + ".writer.lock"))
         self.thread = IndexerThread(self.indexer, lock, self._notify, stalled=os.environ.get(FAULT_ENV) == "index-stalled")
         self._reader: tuple[str, tantivy.Index, int] | None = None
         self._reader_lock = threading.Lock()
@@ -128,10 +129,18 @@ class SearchEngine:
         """The envelope, and how many changes committed before the search began the index had
         not applied when it answered (0: it saw them all)."""
         seq = self.head()
+        deadline = time.monotonic() + self.settings.search_wait_seconds
         caught_up = self.wait_for(seq, self.settings.search_wait_seconds)
-        try:
-            index = self.index()
-        except IndexUnavailable:
-            return run_search(None, self.catalog, params, scope), max(1, seq - self.applied())
-        envelope = run_search(index, self.catalog, params, scope)
-        return envelope, 0 if caught_up else max(1, seq - self.applied())
+        index = self._index_by(deadline)
+        behind = 0 if caught_up and index is not None else max(1, seq - self.applied())
+        return run_search(index, self.catalog, params, scope), behind
+
+    def _index_by(self, deadline: float) -> tantivy.Index | None:
+        """The live generation, waiting (until `deadline`) while it is being built or replaced."""
+        while True:
+            try:
+                return self.index()
+            except IndexUnavailable:
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(FOLLOWER_POLL_SECONDS)

@@ -1,12 +1,12 @@
 """The search index on disk: tantivy generations under one directory.
 
     <index dir>/CURRENT        the name of the live generation (replaced atomically)
-    <index dir>/writer.lock    held (flock) by the one process whose indexer writes
     <index dir>/gen-<id>/      a tantivy index, plus `applied` (the change-log sequence it
                                reflects) and `schema` (a fingerprint of the field catalog)
 
 `fonds reindex` builds a new generation in `build-<id>` while the service answers from the
 live one, then renames it and points CURRENT at it; readers and the indexer follow CURRENT.
+The lock making one process the writer is `<index dir>.writer.lock`, beside the directory.
 The index is derived data: a generation that is missing, unreadable or built for another
 field catalog is rebuilt from the database."""
 
@@ -89,7 +89,7 @@ class IndexDirectory:
     def start_build(self) -> tuple[Path, tantivy.Index]:
         """A new, empty generation to fill (not live until `publish`)."""
         directory = self.path / f"build-{time.time_ns()}-{os.getpid()}"
-        directory.mkdir()
+        directory.mkdir(parents=True)
         index = tantivy.Index(self.schema, path=str(directory))
         register_analyzers(index)
         (directory / SCHEMA).write_text(self.fingerprint)

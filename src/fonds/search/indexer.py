@@ -173,11 +173,14 @@ class Indexer:
         self.directory.remove_stale(keep=name)
 
     def follow_rebuild(self) -> bool:
-        """Switch to a generation `fonds reindex` has made live meanwhile."""
+        """Switch to a generation `fonds reindex` has made live meanwhile (or rebuild a deleted one)."""
         name = self.directory.current_name()
-        if name is None or name == self.name:
+        if name == self.name:
             return False
-        self._switch_to(name, self.directory.open(name), self.directory.applied(name))
+        if name is None:  # the index directory was deleted under us: rebuild it
+            self.open()
+        else:
+            self._switch_to(name, self.directory.open(name), self.directory.applied(name))
         return True
 
     def apply_pending(self) -> int:
