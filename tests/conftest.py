@@ -33,7 +33,7 @@ with warnings.catch_warnings():
 from fonds.app import create_app
 from fonds.auth import passwords
 from fonds.config import load_settings
-from fonds.records.registry import database_metadata
+from fonds.model import database_metadata
 from fonds.storage import migrate
 from fonds.storage.db import Database, normalise_url
 from tests.factories import ADMIN_PASSWORD, Api

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from fonds.auth.permissions import PERMISSIONS, STANDARD_GROUPS
-from fonds.records.registry import REGISTRY
+from fonds.model import REGISTRY
 
 SECURITY = (Path(__file__).parents[1] / "docs" / "security.md").read_text()
 

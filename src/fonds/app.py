@@ -17,7 +17,7 @@ from fonds.api.deps import AppServices, SessionCheck
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
-from fonds.records.registry import REGISTRY, database_metadata
+from fonds.model import REGISTRY, database_metadata
 from fonds.records.service import RecordService
 from fonds.search.engine import SearchEngine
 from fonds.storage import migrate

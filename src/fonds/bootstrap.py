@@ -16,9 +16,9 @@ from sqlalchemy import select, update
 from fonds.auth import groups
 from fonds.auth.passwords import hash_password
 from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID, PERMISSION_CODES
-from fonds.records.hooks import GLOBAL_REPO_CODE
 from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
+from fonds.records.types.repositories import GLOBAL_REPO_CODE
 from fonds.storage import records as store
 
 log = logging.getLogger("fonds.bootstrap")

@@ -64,7 +64,7 @@ def serve(
 @db_cli.command("upgrade")
 def db_upgrade(config: ConfigOption = None):
     """Apply pending database migrations."""
-    from fonds.records.registry import database_metadata
+    from fonds.model import database_metadata
     from fonds.storage import migrate
     from fonds.storage.db import Database
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.factories import CRUD_TYPES, collection_path, minimal
+from tests.factories import CRUD_TYPES, collection_path, label_field, minimal, optional_field
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 AUDIT_TIMES = ("created", "modified", "create_time", "system_mtime", "user_mtime")
@@ -16,19 +16,6 @@ STALE = {"error": "The record you tried to update has been modified since you fe
 NO_LOCK = {"error": "You must provide a lock_version in your request"}
 DENIED = {"error": "Access denied"}
 
-# The field that names a record of each type (changed by the update tests) ...
-LABEL = {"repository": "name", "top_container": "indicator", "location_profile": "name", "vocabulary": "name"}
-# ... and an optional field each type accepts (left out on update, so it must be gone).
-OPTIONAL = {
-    "repository": ("url", "https://example.org/mss"),
-    "accession": ("content_description", "Three boxes"),
-    "resource": ("finding_aid_title", "Guide to the papers"),
-    "archival_object": ("component_id", "C-1"),
-    "subject": ("scope_note", "Used for letters"),
-    "top_container": ("barcode", "BC-optional"),
-    "location_profile": ("height", "10"),
-    "vocabulary": ("title", "A vocabulary title"),
-}
 PAGED_TYPES = [t for t in CRUD_TYPES if not t.list_is_plain_array]
 REPO_TYPES = [t for t in CRUD_TYPES if t.repo_scoped]
 BY_NAME = {t.name: t for t in CRUD_TYPES}
@@ -39,10 +26,6 @@ def by_name(types):
 
 
 all_types = by_name(CRUD_TYPES)
-
-
-def label(rtype) -> str:
-    return LABEL.get(rtype.name, "title")
 
 
 def check_write(body: dict, status: str, record_id: int, lock_version: int, uri: str) -> None:
@@ -138,17 +121,17 @@ def test_id_set_returns_those_records(api, repo, rtype, form):
 
 @all_types
 def test_update_replaces_the_whole_record(api, repo, rtype):
-    field, value = OPTIONAL[rtype.name]
+    field, value = optional_field(rtype)
     record = new_record(api, rtype, repo, **{field: value})
     assert record[field] == value
     new_label = f"Renamed {rtype.name}"
-    changed = {**record, label(rtype): new_label, "uri": "/somewhere/else"}
+    changed = {**record, label_field(rtype): new_label, "uri": "/somewhere/else"}
     del changed[field]
     response = api.post(record["uri"], json=changed)
     assert response.status_code == 200, response.text
     check_write(response.json(), "Updated", record_id(record), 1, record["uri"])
     reread = api.get(record["uri"]).json()
-    assert reread[label(rtype)] == new_label
+    assert reread[label_field(rtype)] == new_label
     assert field not in reread
     assert reread["lock_version"] == 1
     assert reread["uri"] == record["uri"]
@@ -158,7 +141,7 @@ def test_update_replaces_the_whole_record(api, repo, rtype):
 
 @all_types
 def test_a_record_as_read_posts_back_without_unknown_properties(api, repo, rtype):
-    record = new_record(api, rtype, repo, **dict([OPTIONAL[rtype.name]]))
+    record = new_record(api, rtype, repo, **dict([optional_field(rtype)]))
     response = api.post(record["uri"], json=record)
     assert response.status_code == 200, response.text
     warnings = response.json()["warnings"]
@@ -230,9 +213,9 @@ def test_jsonmodel_type_is_required_and_must_match(api, repo, rtype):
 @all_types
 @pytest.mark.parametrize("blank", ["", None])
 def test_blank_identifying_field_counts_as_missing(api, repo, rtype, blank):
-    response = api.post(collection_path(rtype, repo), json={**minimal(rtype), label(rtype): blank})
+    response = api.post(collection_path(rtype, repo), json={**minimal(rtype), label_field(rtype): blank})
     assert response.status_code == 400, response.text
-    assert label(rtype) in response.json()["error"]
+    assert label_field(rtype) in response.json()["error"]
 
 
 def test_empty_optional_values_are_dropped(api, repo):

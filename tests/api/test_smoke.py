@@ -1,4 +1,6 @@
-from tests.factories import CRUD_TYPES
+import pytest
+
+from fonds.model import REGISTRY
 
 
 def test_create_then_read_returns_the_record(api, repo):
@@ -9,13 +11,9 @@ def test_create_then_read_returns_the_record(api, repo):
     assert record["lock_version"] == 0
 
 
-def test_all_crud_types_are_covered():
-    assert {t.name for t in CRUD_TYPES} >= {
-        "repository",
-        "accession",
-        "resource",
-        "archival_object",
-        "subject",
-        "top_container",
-        "location_profile",
-    }
+@pytest.mark.parametrize("record_type", [t for t in REGISTRY if "create" in t.actions], ids=lambda t: t.name)
+def test_the_factories_build_an_accepted_record_of_every_creatable_type(api, repo, record_type):
+    """A new type whose minimal record the factories cannot derive fails here first: give it an
+    entry in tests/factories.py's MINIMAL_OVERRIDES."""
+    created = api.create_minimal(record_type, repo)
+    assert api.get(created["uri"]).json()["jsonmodel_type"] == record_type.name

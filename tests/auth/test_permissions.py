@@ -18,7 +18,8 @@ from sqlalchemy import func, select, update
 from fonds.api.deps import PUBLIC
 from fonds.api.search import ROUTES as SEARCH_ROUTES
 from fonds.auth import passwords
-from fonds.records.registry import REGISTRY
+from fonds.auth.permissions import BY_CODE
+from fonds.model import REGISTRY
 from tests.factories import ADMIN_PASSWORD, USER_PASSWORD, Api, make_user, minimal, new_client
 
 ACCESS_DENIED = {"error": "Access denied"}
@@ -138,17 +139,20 @@ def test_manage_subject_record_in_any_repository_manages_subjects(api, repo, rep
     assert api.get(subject["uri"]).status_code == 404
 
 
-def test_implied_global_permissions_for_location_profiles_and_vocabularies(api, repo):
+# Global types whose global permissions a repository-level manage_* permission implies.
+IMPLIED_GLOBAL_TYPES = [t for t in REGISTRY if not t.repo_scoped and BY_CODE[t.permissions.create].implied_by]
+
+
+@pytest.mark.parametrize("record_type", IMPLIED_GLOBAL_TYPES, ids=lambda t: t.name)
+def test_implied_global_permissions_let_archivists_manage_global_records(api, repo, record_type):
     archivist = make_user(api, "archivist", groups=[(repo, "repository-archivists")])
     clerk = make_user(api, "clerk", groups=[(repo, "repository-basic-data-entry")])
-    for type_name in ("location_profile", "vocabulary"):
-        record_type = REGISTRY[type_name]
-        path = record_type.collection_path
-        assert clerk.post(path, json=minimal(record_type)).status_code == 403
-        created = archivist.create(path, minimal(record_type))
-        assert archivist.post(created["uri"], json=archivist.get(created["uri"]).json()).status_code == 200
-        assert clerk.delete(created["uri"]).status_code == 403
-        assert archivist.delete(created["uri"]).status_code == 200
+    path = record_type.collection_path
+    assert clerk.post(path, json=minimal(record_type)).status_code == 403
+    created = archivist.create(path, minimal(record_type))
+    assert archivist.post(created["uri"], json=archivist.get(created["uri"]).json()).status_code == 200
+    assert clerk.delete(created["uri"]).status_code == 403
+    assert archivist.delete(created["uri"]).status_code == 200
 
 
 def test_subjects_need_more_than_viewing(api, repo):
@@ -204,17 +208,12 @@ class World:
     def __init__(self, api: Api, repo_a: int, repo_b: int):
         self.api, self.repos = api, (repo_a, repo_b)
         self.ids: dict[tuple[str, int | None], int] = {}
-        for repo_id in self.repos:
-            for type_name in ("accession", "resource", "top_container"):
-                self.ids[(type_name, repo_id)] = api.create_minimal(REGISTRY[type_name], repo_id)["id"]
-            resource = f"/repositories/{repo_id}/resources/{self.ids[('resource', repo_id)]}"
-            self.ids[("archival_object", repo_id)] = api.create(
-                f"/repositories/{repo_id}/archival_objects",
-                {"jsonmodel_type": "archival_object", "title": "Part", "resource": {"ref": resource}},
-            )["id"]
-            self.ids[("group", repo_id)] = int(api.group_uri(repo_id, "repository-viewers").rsplit("/", 1)[1])
-        for type_name in ("subject", "location_profile", "vocabulary"):
-            self.ids[(type_name, None)] = api.create_minimal(REGISTRY[type_name], None)["id"]
+        for record_type in REGISTRY:
+            # Users have no generic create route (the victim below); the repositories are the world's own.
+            if "create" not in record_type.actions or record_type.hooks.contains_repository_records:
+                continue
+            for repo_id in self.repos if record_type.repo_scoped else (None,):
+                self.ids[(record_type.name, repo_id)] = api.create_minimal(record_type, repo_id)["id"]
         self.victim = api.create_user("victim")
         self.ids[("user", None)] = self.victim
 
@@ -280,8 +279,6 @@ class World:
                 "grants_permissions": ["manage_repository"],
                 "member_usernames": [actor.username],
             }
-        if record_type.name == "archival_object":
-            return {"jsonmodel_type": "archival_object", "title": "Part"}
         return minimal(record_type)
 
 
@@ -295,20 +292,16 @@ def walk(app):
 # GETs outside /repositories/<id>/ a viewer of one repository may make (everything else: 403).
 # Repository records themselves are readable with view_repository anywhere (they are public in
 # ArchivesSpace, and GET /repositories lists them all anyway).
-VIEWER_GLOBAL_READS = {
-    "/users/current-user",
-    "/repositories",
-    "/repositories/{id}",
-    "/subjects",
-    "/subjects/{id}",
-    "/location_profiles",
-    "/location_profiles/{id}",
-    "/vocabularies",
-    "/vocabularies/{id}",
-    "/search/repositories",
-    "/search/subjects",
-    "/search/location_profile",
-}
+VIEWER_GLOBAL_READS = (
+    {"/users/current-user"}
+    | {
+        path
+        for t in REGISTRY
+        if not t.repo_scoped and t.permissions.read == "view_repository"
+        for path in (t.collection_path, f"{t.collection_path}/{{id}}")
+    }
+    | {"/search/repositories", "/search/subjects", "/search/location_profile"}
+)
 # Searches are reads, whether sent as GET or as POST (a form body).
 SEARCHES = {route[0] for route in SEARCH_ROUTES}
 # Under /repositories/<id>/ of their own repository, a viewer is refused only what needs manage_repository.

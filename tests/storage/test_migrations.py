@@ -14,7 +14,7 @@ from sqlalchemy import func, inspect, select, text
 from typer.testing import CliRunner
 
 from fonds.cli import cli
-from fonds.records.registry import database_metadata
+from fonds.model import database_metadata
 from fonds.storage import migrate
 from fonds.storage.db import Database
 from tests.records.helpers import ao_body, count_rows, instance, make_ao, make_resource, make_subject, make_top_container, read

@@ -12,8 +12,8 @@ from fonds.api.deps import PUBLIC, RawBody, Services, require
 from fonds.api.routing import add_route, json_response, record_body, record_response
 from fonds.api.sessions import parse_bool
 from fonds.auth.permissions import permission_listing
+from fonds.auth.types import group_code_key
 from fonds.errors import BadRequest, missing_parameter
-from fonds.records.hooks import group_code_key
 from fonds.records.service import Actor
 
 MANAGE = "manage_repository"

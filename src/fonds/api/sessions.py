@@ -10,8 +10,8 @@ from fonds.api.deps import PUBLIC, Services, session_token
 from fonds.api.routing import add_route, json_response
 from fonds.auth import login as login_service
 from fonds.auth.sessions import end_session
+from fonds.auth.types import normal_username
 from fonds.errors import BadRequest, missing_parameter
-from fonds.records.hooks import normal_username
 
 
 def parse_bool(name: str, raw: str | None, default: bool) -> bool:

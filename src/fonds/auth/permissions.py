@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fonds.records.hooks import GLOBAL_REPO_ID
+from fonds.records.types.repositories import GLOBAL_REPO_ID
 
 GLOBAL_KEY = "_archivesspace"
 ADMINISTRATORS = "administrators"

@@ -13,10 +13,11 @@ from fonds.auth import groups
 from fonds.auth.passwords import hash_password
 from fonds.auth.permissions import GLOBAL_REPO_ID, has_permission, permissions_by_repository
 from fonds.auth.sessions import end_sessions_of
+from fonds.auth.types import normal_username
 from fonds.errors import Conflict, Denied, Invalid, NotFound, missing_parameter
-from fonds.records.hooks import GLOBAL_REPO_CODE
 from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
+from fonds.records.types.repositories import GLOBAL_REPO_CODE
 from fonds.storage import records as store
 
 # argon2 copes with any length, but a megabyte "password" is only ever an attack on CPU time.
@@ -208,7 +209,6 @@ def read_user(records: RecordService, user_id: int, *, only_repo: int | None = N
 def reset_password(records: RecordService, username: str, password: str) -> None:
     """An operator's reset (`fonds user set-password`): no session needed, lockout lifted."""
     from fonds.auth import throttle
-    from fonds.records.hooks import normal_username
 
     name = normal_username(username) or username
     password_hash = checked_password_hash(records, password)

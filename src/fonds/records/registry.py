@@ -1,19 +1,21 @@
-"""The record-type registry: every type declared once. Routes, tables, validation and the
-generic tests are all derived from `REGISTRY`."""
+"""The record-type registry: what a type declaration says (`RecordType`), the `Registry` of
+them all and `build_registry()`, which checks them. Declarations live beside their hooks, one
+module per area (`records/types/`, users and groups in `auth/types.py`); `fonds.model` builds
+the complete registry from which routes, tables, validation and the generic tests derive."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
 
-from sqlalchemy import Boolean, Integer, String
+from sqlalchemy import Integer, String
 
 from fonds.records import hooks
-from fonds.records import search_spec as search
 from fonds.records.search_spec import SearchSpec
-from fonds.storage.tables import ColumnSpec, TableSpec
+from fonds.storage.tables import ColumnSpec, TableSpec, build_metadata
 
 ACTIONS = ("list", "create", "read", "update", "delete")
 
@@ -167,208 +169,36 @@ class Registry:
     def table_specs(self) -> list[TableSpec]:
         return [t.table_spec() for t in self]
 
+    def metadata(self):
+        """The tables of every registered type plus the shared ones (change log, links, sessions)."""
+        return build_metadata(self.table_specs())
 
-def _id_column(name: str, index: bool = False) -> ColumnSpec:
+
+class RegistryError(ValueError):
+    """A declaration that cannot work; raised when the registry is built, so at start."""
+
+
+def build_registry(types: Iterable[RecordType], *, permission_codes: Iterable[str]) -> Registry:
+    """The registry of `types`, refusing duplicate names or paths and unknown permission codes
+    (a typo in a declaration would otherwise leave an action no one may perform)."""
+    types, known = list(types), frozenset(permission_codes)
+    problems = []
+    for attribute in ("name", "path"):
+        seen = [getattr(t, attribute) for t in types]
+        problems += [f"two record types have the {attribute} '{value}'" for value in sorted({v for v in seen if seen.count(v) > 1})]
+    for t in types:
+        for action in ("read", "create", "update", "delete"):
+            code = getattr(t.permissions, action)
+            if code not in known:
+                problems.append(f"record type '{t.name}' needs unknown permission '{code}' to {action}")
+    if problems:
+        raise RegistryError("; ".join(problems))
+    return Registry(types)
+
+
+def id_column(name: str, index: bool = False) -> ColumnSpec:
     return ColumnSpec(name, Integer(), index=index)
 
 
-def _text_column(name: str, length: int = 255, index: bool = False) -> ColumnSpec:
+def text_column(name: str, length: int = 255, index: bool = False) -> ColumnSpec:
     return ColumnSpec(name, String(length), index=index)
-
-
-IDENTIFIER_TAKEN = "That ID is already in use"
-# Deleting a top container deletes the instances that point at it (ArchivesSpace).
-INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
-ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
-
-REGISTRY = Registry(
-    [
-        RecordType(
-            name="repository",
-            path="repositories",
-            scope=Scope.GLOBAL,
-            model_name="Repository",
-            permissions=Permissions(
-                read="view_repository", create="create_repository", update="create_repository", delete="delete_repository"
-            ),
-            minimum=(RequiredOneOf(("name", "title")),),
-            columns=(_text_column("repo_code"),),
-            unique_keys=(UniqueKey(("repo_code",), "repo_code", "short name already in use"),),
-            hooks=hooks.RepositoryHooks(),
-            search=search.REPOSITORY_SEARCH,
-            list_is_plain_array=True,
-        ),
-        RecordType(
-            name="accession",
-            path="accessions",
-            scope=Scope.REPOSITORY,
-            model_name="Accession",
-            permissions=Permissions(create="update_accession_record", update="update_accession_record", **ARCHIVAL),
-            minimum=(RequiredOneOf(("title",)),),
-            columns=(_text_column("identifier", 1024),),
-            unique_keys=(UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),),
-            ref_rules=INSTANCE_RULES,
-            hooks=hooks.AccessionHooks(),
-            search=search.ACCESSION_SEARCH,
-            suppressible=True,
-        ),
-        RecordType(
-            name="resource",
-            path="resources",
-            scope=Scope.REPOSITORY,
-            model_name="Resource",
-            permissions=Permissions(create="update_resource_record", update="update_resource_record", **ARCHIVAL),
-            minimum=(RequiredOneOf(("title",)),),
-            columns=(_text_column("identifier", 1024), _text_column("ead_id"), _text_column("level")),
-            unique_keys=(
-                UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),
-                UniqueKey(("repo_id", "ead_id"), "ead_id", "Must be unique"),
-            ),
-            ref_rules=INSTANCE_RULES,
-            hooks=hooks.ResourceHooks(),
-            search=search.RESOURCE_SEARCH,
-            suppressible=True,
-        ),
-        RecordType(
-            name="archival_object",
-            path="archival_objects",
-            scope=Scope.REPOSITORY,
-            model_name="ArchivalObject",
-            permissions=Permissions(create="update_resource_record", update="update_resource_record", **ARCHIVAL),
-            minimum=(
-                RequiredOneOf(
-                    ("title", "dates"),
-                    custom=(
-                        ("dates", "one or more required (or enter a Title)"),
-                        ("title", "must not be an empty string (or enter a Date)"),
-                    ),
-                ),
-            ),
-            columns=(
-                _id_column("resource_id"),
-                _id_column("parent_id", index=True),
-                _id_column("position"),
-                _text_column("ref_id"),
-                _text_column("component_id", index=True),
-                _text_column("level"),
-            ),
-            unique_keys=(UniqueKey(("resource_id", "ref_id"), "ref_id", "An Archival Object Ref ID must be unique to its resource"),),
-            indexes=(("resource_id", "parent_id", "position"),),
-            ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
-            hooks=hooks.ArchivalObjectHooks(),
-            search=search.ARCHIVAL_OBJECT_SEARCH,
-            suppressible=True,
-        ),
-        RecordType(
-            name="subject",
-            path="subjects",
-            scope=Scope.GLOBAL,
-            model_name="Subject",
-            permissions=Permissions(
-                read="view_repository", create="update_subject_record", update="update_subject_record", delete="delete_subject_record"
-            ),
-            minimum=(RequiredOneOf(("title", "terms")),),
-            columns=(_text_column("terms_key", 64), _text_column("authority_key", 64)),
-            unique_keys=(
-                UniqueKey(("terms_key",), "terms", "Subject must be unique", report_conflict=True),
-                UniqueKey(
-                    ("authority_key",), "authority_id", "Subject heading identifier must be unique within source", report_conflict=True
-                ),
-            ),
-            ref_rules=(RefRule("vocabulary", "restrict", message="Vocabulary is in use by subjects"),),
-            hooks=hooks.SubjectHooks(),
-            search=search.SUBJECT_SEARCH,
-        ),
-        RecordType(
-            name="top_container",
-            path="top_containers",
-            scope=Scope.REPOSITORY,
-            model_name="TopContainer",
-            permissions=Permissions(
-                read="view_repository", create="update_container_record", update="update_container_record", delete="manage_container_record"
-            ),
-            minimum=(RequiredOneOf(("indicator", "title")),),
-            columns=(_text_column("barcode"), _text_column("indicator", index=True)),
-            unique_keys=(UniqueKey(("repo_id", "barcode"), "barcode", "A barcode must be unique within a repository"),),
-            hooks=hooks.TopContainerHooks(),
-            search=search.TOP_CONTAINER_SEARCH,
-        ),
-        RecordType(
-            name="location_profile",
-            path="location_profiles",
-            scope=Scope.GLOBAL,
-            model_name="LocationProfile",
-            permissions=Permissions(
-                read="view_repository",
-                create="update_location_profile_record",
-                update="update_location_profile_record",
-                delete="update_location_profile_record",
-            ),
-            minimum=(RequiredOneOf(("name", "title")),),
-            columns=(_text_column("name"),),
-            unique_keys=(UniqueKey(("name",), "name", "Location profile name not unique"),),
-            hooks=hooks.LocationProfileHooks(),
-            search=search.LOCATION_PROFILE_SEARCH,
-        ),
-        RecordType(
-            name="vocabulary",
-            path="vocabularies",
-            scope=Scope.GLOBAL,
-            model_name="Vocabulary",
-            permissions=Permissions(
-                read="view_repository",
-                create="update_vocabulary_record",
-                update="update_vocabulary_record",
-                delete="update_vocabulary_record",
-            ),
-            minimum=(RequiredOneOf(("name", "title")), RequiredOneOf(("ref_id",))),
-            columns=(_text_column("ref_id"),),
-            unique_keys=(UniqueKey(("ref_id",), "ref_id", "Vocabulary ref_id must be unique"),),
-            hooks=hooks.VocabularyHooks(),
-            list_is_plain_array=True,
-        ),
-        RecordType(
-            name="user",
-            path="users",
-            scope=Scope.GLOBAL,
-            model_name="User",
-            permissions=Permissions(read="manage_users", create="manage_users", update="manage_users", delete="manage_users"),
-            minimum=(RequiredOneOf(("name", "title")),),
-            columns=(
-                _text_column("username"),
-                _text_column("password_hash"),
-                ColumnSpec("is_active", Boolean()),
-                ColumnSpec("is_system", Boolean()),
-            ),
-            unique_keys=(UniqueKey(("username",), "username", "Username '{value}' is already in use"),),
-            hooks=hooks.UserHooks(),
-            missing_message="User wasn't found",
-            # Create, read, update and delete take passwords and check self-service and
-            # administrator rights: api/users.py.
-            actions=("list",),
-        ),
-        RecordType(
-            name="group",
-            path="groups",
-            scope=Scope.REPOSITORY,
-            model_name="Group",
-            permissions=Permissions(
-                read="manage_repository", create="manage_repository", update="manage_repository", delete="manage_repository"
-            ),
-            minimum=(RequiredOneOf(("group_code",)),),
-            columns=(_text_column("group_code_key"),),
-            unique_keys=(UniqueKey(("repo_id", "group_code_key"), "group_code", "Group code must be unique within a repository"),),
-            hooks=hooks.GroupHooks(),
-            # Listing, reading and updating take ArchivesSpace's group_code / with_members: api/groups.py.
-            actions=("create", "delete"),
-            allowed_in_global_repository=True,
-        ),
-    ]
-)
-
-
-def database_metadata():
-    """The tables of every registered type plus the shared ones (change log, links, sessions)."""
-    from fonds.storage.tables import build_metadata
-
-    return build_metadata(REGISTRY.table_specs())

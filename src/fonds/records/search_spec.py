@@ -41,6 +41,11 @@ def _default_title(doc: dict) -> str | None:
     return doc.get("title") or doc.get("display_string") or doc.get("name")
 
 
+def copied(name: str, kind: FieldKind, key: str | None = None, *, default_weight: float | None = None) -> DocumentField:
+    """A field holding one of the record's own properties (`key`, by default the field's name)."""
+    return DocumentField(name, kind, lambda doc, _: doc.get(key or name), default_weight=default_weight)
+
+
 @dataclass(frozen=True)
 class SearchSpec:
     fields: tuple[DocumentField, ...] = ()
@@ -112,12 +117,12 @@ DESCRIBED = (*SUBJECTS, *DATES, EXTENTS)
 # -- per-type specs (each sits beside its type's declaration) --------------------------------
 
 
-def _ref(doc: dict, key: str) -> str | None:
+def ref_of(doc: dict, key: str) -> str | None:
     value = doc.get(key)
     return value.get("ref") if isinstance(value, dict) else None
 
 
-def _ancestors(doc: dict) -> list[str]:
+def ancestor_uris(doc: dict) -> list[str]:
     return [a["ref"] for a in doc.get("ancestors") or [] if isinstance(a, dict) and a.get("ref")]
 
 
@@ -127,7 +132,7 @@ def _node_siblings_from(conn, registry, node_type: str, doc: dict, position: int
 
     table = conn.info["fonds_tables"][node_type]
     record_type = registry[node_type]
-    parent, root = registry.parse_uri(_ref(doc, "parent") or ""), registry.parse_uri(_ref(doc, "resource") or "")
+    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, "resource") or "")
     where = [table.c.position >= position]
     where.append(table.c.parent_id.is_(None) if parent is None else table.c.parent_id == parent.record_id)
     where.append(table.c.resource_id.is_(None) if root is None else table.c.resource_id == root.record_id)
@@ -156,8 +161,8 @@ def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[
     ancestors, although their rows did not change."""
     node_type = (new or old)["jsonmodel_type"]
     found: list[str] = []
-    before = (_ref(old, "resource"), _ref(old, "parent"), old.get("position")) if old else None
-    after = (_ref(new, "resource"), _ref(new, "parent"), new.get("position")) if new else None
+    before = (ref_of(old, "resource"), ref_of(old, "parent"), old.get("position")) if old else None
+    after = (ref_of(new, "resource"), ref_of(new, "parent"), new.get("position")) if new else None
     if before == after:
         return found
     if old and before[:2] != (after or (None, None))[:2]:
@@ -167,81 +172,6 @@ def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[
         if old and before[:2] == after[:2]:
             start = min(start, old.get("position") or 0)
         found += _node_siblings_from(conn, registry, node_type, new, start)
-        if old and _ancestors(old) != _ancestors(new):
+        if old and ancestor_uris(old) != ancestor_uris(new):
             found += _node_descendants(conn, registry, node_type, new["uri"])
     return found
-
-
-def _typed_number(value) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-REPOSITORY_SEARCH = SearchSpec(
-    fields=(DocumentField("repo_code", "keyword", lambda doc, _: doc.get("repo_code")),),
-    title=lambda doc: doc.get("name"),
-)
-ACCESSION_SEARCH = SearchSpec(
-    fields=(
-        IDENTIFIER,
-        FOUR_PART_ID,
-        DocumentField("accession_date", "date", lambda doc, _: doc.get("accession_date")),
-        DocumentField("acquisition_type", "keyword", lambda doc, _: doc.get("acquisition_type")),
-        DocumentField("resource_type", "keyword", lambda doc, _: doc.get("resource_type")),
-        *DESCRIBED,
-    ),
-)
-RESOURCE_SEARCH = SearchSpec(
-    fields=(
-        IDENTIFIER,
-        FOUR_PART_ID,
-        LEVEL,
-        DocumentField("ead_id", "keyword", lambda doc, _: doc.get("ead_id")),
-        DocumentField("finding_aid_title", "text", lambda doc, _: doc.get("finding_aid_title")),
-        DocumentField("finding_aid_filing_title", "text", lambda doc, _: doc.get("finding_aid_filing_title"), default_weight=2.0),
-        DocumentField("finding_aid_status", "keyword", lambda doc, _: doc.get("finding_aid_status")),
-        DocumentField("resource_type", "keyword", lambda doc, _: doc.get("resource_type")),
-        *DESCRIBED,
-    ),
-)
-ARCHIVAL_OBJECT_SEARCH = SearchSpec(
-    fields=(
-        DocumentField("identifier", "keyword", lambda doc, _: doc.get("component_id"), default_weight=3.0),
-        DocumentField("component_id", "keyword", lambda doc, _: doc.get("component_id")),
-        DocumentField("ref_id", "keyword", lambda doc, _: doc.get("ref_id")),
-        LEVEL,
-        DocumentField("resource", "keyword", lambda doc, _: _ref(doc, "resource")),
-        DocumentField("parent", "keyword", lambda doc, _: _ref(doc, "parent")),
-        DocumentField("ancestors", "keyword", lambda doc, _: _ancestors(doc)),
-        DocumentField("position", "integer", lambda doc, _: doc.get("position")),
-        *DESCRIBED,
-    ),
-    title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_dependents,
-)
-SUBJECT_SEARCH = SearchSpec(
-    fields=(
-        DocumentField("source", "keyword", lambda doc, _: doc.get("source")),
-        DocumentField("first_term_type", "keyword", lambda doc, _: (doc.get("terms") or [{}])[0].get("term_type")),
-        DocumentField("authority_id", "keyword", lambda doc, _: doc.get("authority_id")),
-        DocumentField("vocabulary", "keyword", lambda doc, _: doc.get("vocabulary")),
-    ),
-    shown_in_linkers=True,
-)
-TOP_CONTAINER_SEARCH = SearchSpec(
-    fields=(
-        DocumentField("indicator", "keyword", lambda doc, _: doc.get("indicator"), default_weight=3.0),
-        DocumentField("barcode", "keyword", lambda doc, _: doc.get("barcode"), default_weight=3.0),
-        DocumentField("type", "keyword", lambda doc, _: doc.get("type")),
-    ),
-    title=lambda doc: doc.get("long_display_string") or doc.get("display_string"),
-)
-LOCATION_PROFILE_SEARCH = SearchSpec(
-    fields=(
-        DocumentField("name", "keyword", lambda doc, _: doc.get("name")),
-        DocumentField("dimension_units", "keyword", lambda doc, _: doc.get("dimension_units")),
-        *(DocumentField(f"location_profile_{d}", "keyword", lambda doc, _, d=d: doc.get(d)) for d in ("depth", "height", "width")),
-    ),
-)

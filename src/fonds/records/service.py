@@ -13,9 +13,10 @@ from sqlalchemy import func, select
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
 from fonds.records import deletion, refs
-from fonds.records.hooks import GLOBAL_REPO_ID, WriteContext
+from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
+from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import RecordValidator, find_refs
 from fonds.storage import change_log
 from fonds.storage import records as store

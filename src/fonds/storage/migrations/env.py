@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from fonds.records.registry import database_metadata
+from fonds.model import database_metadata
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -1,0 +1,217 @@
+"""Accessions, resources and archival objects (the resource's tree of description)."""
+
+from __future__ import annotations
+
+import uuid
+
+import orjson
+
+from fonds.errors import FieldErrors
+from fonds.records.hooks import Hooks
+from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, id_column, text_column
+from fonds.records.search_spec import (
+    DESCRIBED,
+    FOUR_PART_ID,
+    IDENTIFIER,
+    LEVEL,
+    DocumentField,
+    SearchSpec,
+    ancestor_uris,
+    copied,
+    node_dependents,
+    ref_of,
+)
+
+IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
+IDENTIFIER_TAKEN = "That ID is already in use"
+# Deleting a top container deletes the instances that point at it (ArchivesSpace).
+INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
+ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
+
+
+def _identifier(doc: dict) -> str | None:
+    if not doc.get("id_0"):
+        return None
+    return orjson.dumps([doc.get(part) for part in IDENTIFIER_PARTS]).decode()
+
+
+def identifier_errors(doc: dict) -> FieldErrors:
+    errors: FieldErrors = {}
+    for part in IDENTIFIER_PARTS:
+        if isinstance(doc.get(part), str) and len(doc[part]) > 50:
+            errors.setdefault(part, []).append("Max length is 50 characters")
+    parts = [doc.get(part) for part in IDENTIFIER_PARTS]
+    while parts and not parts[-1]:
+        parts.pop()
+    if any(not part for part in parts):
+        errors.setdefault("identifier", []).append("must not contain blank entries")
+    return errors
+
+
+class AccessionHooks(Hooks):
+    def check(self, doc):
+        return identifier_errors(doc)
+
+    def derive(self, ctx, doc):
+        ids = [doc[p] for p in IDENTIFIER_PARTS if doc.get(p)]
+        doc["display_string"] = doc.get("title") or "-".join(ids)
+        ctx.columns["identifier"] = _identifier(doc)
+
+
+class ResourceHooks(Hooks):
+    def check(self, doc):
+        return identifier_errors(doc)
+
+    def derive(self, ctx, doc):
+        doc["tree"] = {"ref": f"{ctx.uri}/tree"}
+        ctx.columns.update(identifier=_identifier(doc), ead_id=doc.get("ead_id"), level=doc.get("level"))
+
+
+def _date_label(date: dict) -> str:
+    if date.get("expression"):
+        text = date["expression"]
+    elif date.get("begin") and date.get("end"):
+        text = f"{date['begin']} - {date['end']}"
+    else:
+        text = date.get("begin", "")
+    return f"bulk: {text}" if date.get("date_type") == "bulk" else text
+
+
+def archival_object_display_string(doc: dict) -> str:
+    dates = ", ".join(_date_label(d) for d in doc.get("dates", []))
+    title = doc.get("title", "")
+    return ", ".join(part for part in (title, dates) if part) if title and dates else (title or dates)
+
+
+class ArchivalObjectHooks(Hooks):
+    def derive(self, ctx, doc):
+        from fonds.records import tree
+
+        if ctx.existing is not None:
+            if doc.get("ref_id") != ctx.existing.ref_id:
+                ctx.stale = True
+            doc["ref_id"] = ctx.existing.ref_id  # immutable once set, as ArchivesSpace
+        elif not doc.get("ref_id"):
+            doc["ref_id"] = uuid.uuid4().hex
+            ctx.stale = True
+        doc["display_string"] = archival_object_display_string(doc)
+        tree.place(ctx, doc)
+        ctx.columns.update(ref_id=doc["ref_id"], component_id=doc.get("component_id"), level=doc.get("level"))
+
+    def on_delete(self, conn, rows, deleted):
+        from fonds.records import tree
+
+        tree.close_gaps(conn, rows, deleted)
+
+    def read_extras(self, conn, rows):
+        from fonds.records import tree
+
+        return tree.read_extras(conn, rows)
+
+
+# What each type's search documents hold (fonds.records.search_spec).
+ACCESSION_SEARCH = SearchSpec(
+    fields=(
+        IDENTIFIER,
+        FOUR_PART_ID,
+        copied("accession_date", "date"),
+        copied("acquisition_type", "keyword"),
+        copied("resource_type", "keyword"),
+        *DESCRIBED,
+    ),
+)
+
+RESOURCE_SEARCH = SearchSpec(
+    fields=(
+        IDENTIFIER,
+        FOUR_PART_ID,
+        LEVEL,
+        copied("ead_id", "keyword"),
+        copied("finding_aid_title", "text"),
+        copied("finding_aid_filing_title", "text", default_weight=2.0),
+        copied("finding_aid_status", "keyword"),
+        copied("resource_type", "keyword"),
+        *DESCRIBED,
+    ),
+)
+
+ARCHIVAL_OBJECT_SEARCH = SearchSpec(
+    fields=(
+        copied("identifier", "keyword", "component_id", default_weight=3.0),
+        copied("component_id", "keyword"),
+        copied("ref_id", "keyword"),
+        LEVEL,
+        DocumentField("resource", "keyword", lambda doc, _: ref_of(doc, "resource")),
+        DocumentField("parent", "keyword", lambda doc, _: ref_of(doc, "parent")),
+        DocumentField("ancestors", "keyword", lambda doc, _: ancestor_uris(doc)),
+        copied("position", "integer"),
+        *DESCRIBED,
+    ),
+    title=lambda doc: doc.get("display_string") or doc.get("title"),
+    dependents=node_dependents,
+)
+
+
+TYPES = (
+    RecordType(
+        name="accession",
+        path="accessions",
+        scope=Scope.REPOSITORY,
+        model_name="Accession",
+        permissions=Permissions(create="update_accession_record", update="update_accession_record", **ARCHIVAL),
+        minimum=(RequiredOneOf(("title",)),),
+        columns=(text_column("identifier", 1024),),
+        unique_keys=(UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),),
+        ref_rules=INSTANCE_RULES,
+        hooks=AccessionHooks(),
+        search=ACCESSION_SEARCH,
+        suppressible=True,
+    ),
+    RecordType(
+        name="resource",
+        path="resources",
+        scope=Scope.REPOSITORY,
+        model_name="Resource",
+        permissions=Permissions(create="update_resource_record", update="update_resource_record", **ARCHIVAL),
+        minimum=(RequiredOneOf(("title",)),),
+        columns=(text_column("identifier", 1024), text_column("ead_id"), text_column("level")),
+        unique_keys=(
+            UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),
+            UniqueKey(("repo_id", "ead_id"), "ead_id", "Must be unique"),
+        ),
+        ref_rules=INSTANCE_RULES,
+        hooks=ResourceHooks(),
+        search=RESOURCE_SEARCH,
+        suppressible=True,
+    ),
+    RecordType(
+        name="archival_object",
+        path="archival_objects",
+        scope=Scope.REPOSITORY,
+        model_name="ArchivalObject",
+        permissions=Permissions(create="update_resource_record", update="update_resource_record", **ARCHIVAL),
+        minimum=(
+            RequiredOneOf(
+                ("title", "dates"),
+                custom=(
+                    ("dates", "one or more required (or enter a Title)"),
+                    ("title", "must not be an empty string (or enter a Date)"),
+                ),
+            ),
+        ),
+        columns=(
+            id_column("resource_id"),
+            id_column("parent_id", index=True),
+            id_column("position"),
+            text_column("ref_id"),
+            text_column("component_id", index=True),
+            text_column("level"),
+        ),
+        unique_keys=(UniqueKey(("resource_id", "ref_id"), "ref_id", "An Archival Object Ref ID must be unique to its resource"),),
+        indexes=(("resource_id", "parent_id", "position"),),
+        ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
+        hooks=ArchivalObjectHooks(),
+        search=ARCHIVAL_OBJECT_SEARCH,
+        suppressible=True,
+    ),
+)
