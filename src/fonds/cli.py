@@ -175,5 +175,26 @@ def search_status(config: ConfigOption = None):
     console.print(f"Size:              {status.size_bytes / 1_048_576:,.1f} MiB")
 
 
+@cli.command("search-prune")
+def search_prune(
+    through: Annotated[
+        int | None, typer.Option(help="Delete change-log rows up to this sequence (default: what this node's index has applied).")
+    ] = None,
+    config: ConfigOption = None,
+):
+    """Delete change-log rows the search index no longer needs (with several nodes, give the
+    smallest applied sequence that `fonds search-status` reports on any of them)."""
+    from fonds.storage import change_log
+
+    services = _search_services(config)
+    try:
+        limit = services.search.status().applied if through is None else through
+        with services.db.write() as conn:
+            removed = change_log.prune(conn, limit)
+    finally:
+        services.db.dispose()
+    console.print(f"Removed {removed:,} change-log row(s) up to sequence {limit}")
+
+
 def main() -> None:
     cli()

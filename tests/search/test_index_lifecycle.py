@@ -73,3 +73,32 @@ def test_search_status_on_the_command_line(app, api, repo, settings, monkeypatch
     assert result.exit_code == 0, result.output
     assert "Lag:               0 change(s)" in result.output
     assert "Applied sequence:" in result.output and "gen-" in result.output
+
+
+def _cli(settings, monkeypatch, *args) -> str:
+    for name, value in (
+        ("FONDS_DATA_DIR", settings.data_dir),
+        ("FONDS_DATABASE_URL", settings.database_url),
+        ("FONDS_ADMIN_PASSWORD", "x" * 12),
+    ):
+        if value:
+            monkeypatch.setenv(name, str(value))
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_an_index_restored_from_before_a_prune_is_rebuilt(settings, monkeypatch):
+    repo, first = _first_run(settings, "Before the backup")
+    backup = settings.data_dir / "index-backup"
+    shutil.copytree(_index_dir(settings), backup)
+    with _restart(settings) as client:
+        api = Api.login(client)
+        later = [accession(api, repo, f"After the backup {n}")["uri"] for n in (1, 2)]
+        assert set(hits(api, f"/repositories/{repo}/search", q="backup")) == {first, *later}
+    assert "Removed" in _cli(settings, monkeypatch, "search-prune")
+    shutil.rmtree(_index_dir(settings))
+    shutil.copytree(backup, _index_dir(settings))
+    # The backup has not seen the later record and the log no longer holds it: it is rebuilt.
+    with _restart(settings) as client:
+        assert set(hits(Api.login(client), f"/repositories/{repo}/search", q="backup")) == {first, *later}

@@ -147,13 +147,13 @@ class Indexer:
         self.writer = None
         self.applied = 0
 
-    def open(self) -> None:
+    def open(self, *, force_rebuild: bool = False) -> None:
         """Open the live generation, rebuilding it when it is missing, unreadable or older than
         the change log still kept (an index restored from a backup made before a prune)."""
         name = self.directory.current_name()
         try:
-            if name is None:
-                raise IndexUnavailable("no index yet")
+            if name is None or force_rebuild:
+                raise IndexUnavailable("no index yet" if name is None else "the change log was pruned past it")
             index = self.directory.open(name)
             applied = self.directory.applied(name)
             with self.db.read() as conn:
@@ -189,6 +189,11 @@ class Indexer:
             changes = change_log.read_after(conn, self.applied, BATCH)
             if not changes:
                 return 0
+            if changes[0].seq > self.applied + 1 and change_log.first(conn) == changes[0].seq:
+                # The log was pruned past what this index has applied: only a rebuild is complete.
+                log.warning("search index at change %d but the change log now starts at %d: rebuilding", self.applied, changes[0].seq)
+                self.open(force_rebuild=True)
+                return 1
             built = self.builder.build(conn, dict.fromkeys(change.uri for change in changes))
             built.update(self.builder.build(conn, self.builder.dependents(conn, self.index, built)))
         try:
