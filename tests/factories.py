@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import warnings
 from collections.abc import Callable
@@ -160,6 +161,16 @@ def new_client(app):
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
     return TestClient(app, raise_server_exceptions=False)
+
+
+@contextlib.contextmanager
+def running_app(settings):
+    """A second app on the same database (another worker, a restart), its lifespan started
+    (database, indexer) and stopped at the end."""
+    from fonds.app import create_app
+
+    with new_client(create_app(settings)) as client:
+        yield client.app
 
 
 def make_user(api: Api, username: str, password: str = USER_PASSWORD, groups: list[str] = (), **fields) -> Api:

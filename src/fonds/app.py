@@ -6,10 +6,11 @@ import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, batch, enumerations, groups, openapi, sessions, system, trees, users
+from fonds.api import archival_objects, batch, enumerations, groups, openapi, search, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, SessionCheck
 from fonds.api.middleware import CatchAll, RefuseNul
@@ -19,6 +20,7 @@ from fonds.errors import install_error_handlers
 from fonds.model import REGISTRY, database_metadata
 from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
+from fonds.search.engine import SearchEngine
 from fonds.storage import migrate
 from fonds.storage.db import Database
 
@@ -45,35 +47,42 @@ class CacheControl:
 
 
 def open_services(settings: Settings) -> AppServices:
+    """The database migrated and bootstrapped, the record service and the (not yet started) search engine."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, enumerations=lists)
+    search = SearchEngine(settings, db, REGISTRY, records.render)
+    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, enumerations=lists, search=search)
 
 
 def create_app(settings: Settings) -> FastAPI:
-    services = open_services(settings)
-
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        yield
-        services.db.dispose()
+        # Start-up owns migration, bootstrap and the search indexer (with its writer lock);
+        # shut-down stops the indexer before the database goes.
+        services = await run_in_threadpool(open_services, settings)
+        app.state.fonds = services
+        services.search.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(services.search.stop)
+            services.db.dispose()
 
     app = FastAPI(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.fonds = services
     install_error_handlers(app)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, enumerations, sessions, users, groups, archival_objects, batch):
+    for module in (system, enumerations, sessions, users, groups, archival_objects, batch, search):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
     trees.register(app.router, REGISTRY)
     spec: dict = {}
-    app.openapi = lambda: spec or spec.update(openapi.build(app, services.records.schemas.schemas, REGISTRY)) or spec
+    app.openapi = lambda: spec or spec.update(openapi.build(app, app.state.fonds.records.schemas.schemas, REGISTRY)) or spec
     # Added innermost first: CacheControl(CatchAll(RefuseNul(SessionCheck(routes)))).
     app.add_middleware(SessionCheck)
     app.add_middleware(RefuseNul)

@@ -311,5 +311,85 @@ def _describe(exc) -> str:
     return str(error)
 
 
+def _search_services(config: Path | None):
+    """The database and a search engine that is not started: these commands never take the
+    writer lock, so they run beside a serving `fonds serve`."""
+    from fonds.app import open_services
+
+    return open_services(_settings(config))
+
+
+@cli.command()
+def reindex(config: ConfigOption = None):
+    """Rebuild the search index from the database while the service keeps answering from the
+    old one, then switch to the new one (the running indexer applies what changed meanwhile)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from fonds.search.indexer import count_searchable, rebuild
+
+    services = _search_services(config)
+    engine = services.search
+    try:
+        total = count_searchable(services.db, services.registry)
+        columns = (
+            TextColumn("Reindexing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} records/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("reindex", total=total, rate="-")
+
+            def advance(count: int) -> None:
+                progress.advance(task, count)
+                speed = progress.tasks[0].speed
+                progress.update(task, rate=f"{speed:,.0f}" if speed else "-")
+
+            name = rebuild(engine.directory, services.db, engine.builder, advance)
+    finally:
+        services.db.dispose()
+    console.print(f"Search index rebuilt: {total:,} records in {name} (now live)")
+
+
+@cli.command("search-status")
+def search_status(config: ConfigOption = None):
+    """Report the search index: the change-log sequence applied, the lag behind the database, its size."""
+    services = _search_services(config)
+    try:
+        status = services.search.status()
+    finally:
+        services.db.dispose()
+    console.print(f"Generation:        {status.generation or '(none: it is built at the next start)'}")
+    console.print(f"Applied sequence:  {status.applied}")
+    console.print(f"Database sequence: {status.head}")
+    console.print(f"Lag:               {status.lag} change(s)")
+    console.print(f"Documents:         {status.documents:,}")
+    console.print(f"Size:              {status.size_bytes / 1_048_576:,.1f} MiB")
+
+
+@cli.command("search-prune")
+def search_prune(
+    through: Annotated[
+        int | None, typer.Option(help="Delete change-log rows up to this sequence (default: what this node's index has applied).")
+    ] = None,
+    config: ConfigOption = None,
+):
+    """Delete change-log rows the search index no longer needs (with several nodes, give the
+    smallest applied sequence that `fonds search-status` reports on any of them)."""
+    from fonds.storage import change_log
+
+    services = _search_services(config)
+    try:
+        limit = services.search.status().applied if through is None else through
+        with services.db.write() as conn:
+            removed = change_log.prune(conn, limit)
+    finally:
+        services.db.dispose()
+    console.print(f"Removed {removed:,} change-log row(s) up to sequence {limit}")
+
+
 def main() -> None:
     cli()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from tests.factories import make_user
+from tests.factories import make_user, running_app
 
 EXTENTS = 14  # extent_extent_type: ArchivesSpace's id
 SALUTATIONS = 17  # agent_contact_salutation (ArchivesSpace's own example uses /config/enumerations/17)
@@ -344,14 +344,10 @@ class TestStrict:
 
 def test_another_worker_sees_a_change_at_once(settings, api, repo):
     """Two apps on one database stand for two workers: each validates with its own cached lists."""
-    from fonds.app import create_app
     from tests.factories import Api, new_client
 
-    other_app = create_app(settings)
-    try:
+    with running_app(settings) as other_app:
         other = Api.login(new_client(other_app))
         assert accession_with_extent(other, repo, "rolls", "W1")["warnings"]  # its cache now holds the lists
         add_values(api, EXTENTS, "rolls")
         assert accession_with_extent(other, repo, "rolls", "W2")["warnings"] == []
-    finally:
-        other_app.state.fonds.db.dispose()

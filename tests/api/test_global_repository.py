@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import delete, select
 
-from fonds.app import create_app
-from tests.factories import Api, new_client
+from tests.factories import Api, new_client, running_app
 
 GLOBAL = "/repositories/1"
 UNCHANGEABLE = {"error": "/repositories/1 is maintained by the system and cannot be changed"}
@@ -49,8 +48,7 @@ def test_bootstrap_repairs_a_lost_global_repository_and_administrators_group(set
         conn.execute(delete(groups).where(groups.c.repo_id == 1))
         conn.execute(delete(tables["repository"]).where(tables["repository"].c.id == 1))
     db.dispose()
-    restarted = create_app(settings)
-    try:
+    with running_app(settings) as restarted:
         admin = Api.login(new_client(restarted))
         assert admin.get("/users/current-user").json()["is_admin"] is True
         assert admin.get(f"/repositories/{repo}").status_code == 200
@@ -60,5 +58,3 @@ def test_bootstrap_repairs_a_lost_global_repository_and_administrators_group(set
         created = admin.create("/repositories", {"jsonmodel_type": "repository", "repo_code": "NEW", "name": "New"})
         assert created["id"] > repo
         assert admin.get("/repositories/1/groups", params={"group_code": "administrators"}).json()[0]["member_usernames"] == ["admin"]
-    finally:
-        restarted.state.fonds.db.dispose()

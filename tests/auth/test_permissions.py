@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy import func, select, update
 
 from fonds.api.deps import PUBLIC
+from fonds.api.search import ROUTES as SEARCH_ROUTES
 from fonds.auth import passwords
 from fonds.auth.permissions import BY_CODE
 from fonds.model import REGISTRY
@@ -249,6 +250,10 @@ class World:
                     body["grants_permissions"] = ["view_repository", "manage_repository"]
             if (record_type is not None and record_type.name == "user") or path.endswith("/password"):
                 params["password"] = "attacker-password"
+            if path.endswith("/suppressed"):
+                params["suppressed"] = "true"
+            if path == "/search/records":
+                params["uri[]"] = [REGISTRY["accession"].uri(self.ids[("accession", repo_id)], repo_id)]
             if path == "/users/{id}/groups":
                 url = f"/users/{actor.user_id}/groups"  # put yourself in the managers
                 params.update(
@@ -289,6 +294,8 @@ class World:
         return actor.client.request(method, url, params=params, json=body)
 
     def _type_of(self, path: str):
+        if path.endswith("/search"):
+            return None, "other"
         if "{id}" not in path and "{repo_id}" not in path and path not in {t.collection_path for t in REGISTRY}:
             return None, "other"  # /users/current-user and the like
         for record_type in REGISTRY:
@@ -296,7 +303,7 @@ class World:
                 return record_type, "collection"
             if path.startswith(record_type.collection_path + "/{id}"):
                 return record_type, "item" if path == record_type.collection_path + "/{id}" else "sub"
-        if path.startswith("/repositories/{repo_id}/find_by_id/"):
+        if path.startswith("/repositories/{repo_id}/find_by_id/") or path.endswith("/search"):
             return None, "other"
         if path == "/repositories/{repo_id}/users/{id}":
             return REGISTRY["user"], "sub"
@@ -326,12 +333,18 @@ def walk(app):
 # GETs outside /repositories/<id>/ a viewer of one repository may make (everything else: 403).
 # Repository records themselves are readable with view_repository anywhere (they are public in
 # ArchivesSpace, and GET /repositories lists them all anyway).
-VIEWER_GLOBAL_READS = {"/users/current-user"} | {
-    path
-    for t in REGISTRY
-    if not t.repo_scoped and t.permissions.read == "view_repository"
-    for path in (t.collection_path, f"{t.collection_path}/{{id}}")
-}
+VIEWER_GLOBAL_READS = (
+    {"/users/current-user"}
+    | {
+        path
+        for t in REGISTRY
+        if not t.repo_scoped and t.permissions.read == "view_repository"
+        for path in (t.collection_path, f"{t.collection_path}/{{id}}")
+    }
+    | {"/search/repositories", "/search/subjects", "/search/location_profile"}
+)
+# Searches are reads, whether sent as GET or as POST (a form body).
+SEARCHES = {route[0] for route in SEARCH_ROUTES}
 # Under /repositories/<id>/ of their own repository, a viewer is refused only what needs manage_repository.
 MANAGING = ("/groups", "/users/")
 
@@ -349,7 +362,7 @@ def test_an_unprivileged_user_is_refused_everything_beyond_their_rights(app, api
         for repo_id in repo_ids:
             response = world.request(user, method, path, repo_id)
             checked += 1
-            if method != "GET":
+            if method != "GET" and path not in SEARCHES:
                 expected = {403}
             elif path.startswith("/repositories/{repo_id}/"):
                 expected = {200} if repo_id in readable and not any(part in path for part in MANAGING) else {403}

@@ -231,9 +231,7 @@ def test_an_upgrade_from_0001_keeps_administrators_as_administrators(settings):
         _legacy_user(conn, 2, "curator", admin=True, password="legacy-curator-pw")
         _legacy_user(conn, 3, "clerk", admin=False, password="legacy-clerk-pw")
     db.dispose()
-    app = create_app(settings)
-    try:
-        client = TestClient(app, raise_server_exceptions=False)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         for username, password, admin in (
             ("admin", "legacy-admin-pw", True),
             ("curator", "legacy-curator-pw", True),
@@ -248,8 +246,6 @@ def test_an_upgrade_from_0001_keeps_administrators_as_administrators(settings):
         assert login(client, "admin", "legacy-admin-pw").json()["user"]["is_system_user"] is True
         token = login(client, "admin", "legacy-admin-pw").json()["session"]
         assert client.delete("/users/1", headers={"X-ArchivesSpace-Session": token}).status_code == 409
-    finally:
-        app.state.fonds.db.dispose()
 
 
 # -- value lists (revision 0003_enumerations) --------------------------------------------------

@@ -8,11 +8,10 @@ import warnings
 from alembic import command
 from sqlalchemy import select
 
-from fonds.app import create_app
 from fonds.model import database_metadata
 from fonds.storage import migrate
 from fonds.storage.db import Database
-from tests.factories import Api
+from tests.factories import Api, running_app
 from tests.records.helpers import make_resource, read
 from tests.records.tree_helpers import add_children, titles_in_order
 
@@ -22,8 +21,7 @@ with warnings.catch_warnings():
 
 
 def _build(settings) -> str:
-    app = create_app(settings)
-    try:
+    with running_app(settings) as app:
         api = Api.login(TestClient(app, raise_server_exceptions=False))
         repo = api.create_repository("MSS")
         resource = make_resource(api, repo, "Papers", publish=True)
@@ -32,8 +30,6 @@ def _build(settings) -> str:
         assert api.post(f"{uris[3]}/parent", params={"position": 1}).status_code == 200  # A D B C
         add_children(api, uris[0], ["A1", "A2"])
         return resource
-    finally:
-        app.state.fonds.db.dispose()
 
 
 def _positions(settings) -> list[tuple]:
@@ -57,8 +53,7 @@ def test_downgrade_and_upgrade_keep_every_order(settings):
     db.dispose()
     # Contiguous again: A D B C at the top (ids 1-4 are A B C D), A1 A2 under A.
     assert _positions(settings) == [(None, 0), (None, 2), (None, 3), (None, 1), (1, 0), (1, 1)]
-    app = create_app(settings)  # migrates to the head again
-    try:
+    with running_app(settings) as app:  # migrates to the head again
         api = Api.login(TestClient(app, raise_server_exceptions=False))
         assert titles_in_order(api, resource) == ["A", "D", "B", "C"]
         a = read(api, f"{resource}/tree/waypoint", offset=0)[0]["uri"]
@@ -66,6 +61,4 @@ def test_downgrade_and_upgrade_keep_every_order(settings):
         assert read(api, f"{resource}/tree/node", node_uri=a, published_only="true")["child_count"] == 0  # A1, A2 unpublished
         ordered = read(api, f"{resource}/ordered_records")["uris"]
         assert [entry["display_string"] for entry in ordered] == ["Papers", "A", "D", "B", "C"]
-    finally:
-        app.state.fonds.db.dispose()
     assert sorted(position for _, position in _positions(settings)) == [1024, 1024, 2048, 2048, 3072, 4096]

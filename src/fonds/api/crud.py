@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from fonds.api.deps import RawBody, Services, require
-from fonds.api.params import ListingParams, ResolveParam
+from fonds.api.params import ListingParams, ResolveParam, SuppressedParam
 from fonds.api.routing import (
     DELETE_RESULT,
     WRITE_RESULT,
@@ -18,6 +18,7 @@ from fonds.api.routing import (
 )
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
+from fonds.records.suppression import set_suppressed
 
 
 def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
@@ -52,6 +53,16 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     def delete_record(actor: Actor = require(perms.delete), *, id: int, app: Services, repo_id: int | None = None):
         return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
 
+    def suppress_record(
+        actor: Actor = require("suppress_archival_record"),
+        *,
+        id: int,
+        app: Services,
+        suppressed: SuppressedParam,
+        repo_id: int | None = None,
+    ):
+        return json_response(set_suppressed(app.db, record_type, id, repo_id=repo_id, value=suppressed, username=actor.username))
+
     lister, listed = (
         (list_plain, record_response(name, many=True)) if record_type.list_is_plain_array else (list_records, listing_response(name))
     )
@@ -69,6 +80,17 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         ),
         "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {"responses": DELETE_RESULT}),
     }
+    if record_type.suppressible:
+        add_route(
+            router,
+            f"{item}/suppressed",
+            with_repo_id(suppress_record, scoped),
+            methods=["POST"],
+            permission="suppress_archival_record",
+            summary=f"Suppress or unsuppress a {name}",
+            name=f"suppress_{name}",
+            tags=[name],
+        )
     for action in record_type.actions:
         path, endpoint, method, permission, summary, extra = routes[action]
         add_route(

@@ -18,6 +18,7 @@ from fonds.errors import BadRequest, Denied, SessionGone, TooLarge, json_error
 from fonds.records.enumerations import Enumerations
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
+from fonds.search.engine import SearchEngine
 from fonds.storage.db import Database
 
 SESSION_HEADERS = ("x-service-session", "x-archivesspace-session")
@@ -33,6 +34,7 @@ class AppServices:
     registry: Registry
     records: RecordService
     enumerations: Enumerations
+    search: SearchEngine
 
 
 def services(request: Request) -> AppServices:

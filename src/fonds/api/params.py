@@ -22,6 +22,15 @@ def positive_int(name: str, raw: str) -> int:
     return value
 
 
+def _boolean(suppressed: Annotated[str, Query(description="true or false")]) -> bool:
+    value = suppressed.strip().lower()
+    if value not in ("true", "false", "1", "0"):
+        raise BadRequest({"suppressed": [f"Wanted type Boolean but got '{suppressed}'"]})
+    return value in ("true", "1")
+
+
+# ArchivesSpace's SuppressedParam for `suppressed` (required).
+SuppressedParam = Annotated[bool, Depends(_boolean)]
 ResolveParam = Annotated[list[str], Query(alias="resolve[]", description="Attach `_resolved` at every ref under these keys; `a::b` nests.")]
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from fonds.errors import Conflict
 from fonds.records.rewrite import rewrite_records
+from fonds.storage import change_log
 from fonds.storage import records as store
 
 Key = tuple[str, int]
@@ -97,7 +98,7 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
                 }
                 for r in rows
             ]
-            store.record_changes(conn, tables, changes)
+            change_log.append(conn, changes)
         store.delete_rows(conn, tables, name, ids)
 
 

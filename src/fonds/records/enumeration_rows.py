@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import delete, func, insert, select, update
 
 from fonds.errors import NotFound
+from fonds.storage import change_log
 from fonds.storage import records as store
 
 
@@ -147,23 +148,16 @@ def touch_list(conn, row, change) -> int:
 
 
 def log(conn, enum_id: int, op: str, change) -> None:
-    store.record_change(
-        conn,
-        conn.info["fonds_tables"],
-        record_type="enumeration",
-        record_id=enum_id,
-        repo_id=None,
-        uri=f"/config/enumerations/{enum_id}",
-        op=op,
-        now=change.now,
-    )
+    _log(conn, "enumeration", enum_id, f"/config/enumerations/{enum_id}", op, change)
 
 
 def log_value(conn, value_id: int, op: str, change) -> None:
-    uri = f"/config/enumeration_values/{value_id}"
-    store.record_change(
-        conn, conn.info["fonds_tables"], record_type="enumeration_value", record_id=value_id, repo_id=None, uri=uri, op=op, now=change.now
-    )
+    _log(conn, "enumeration_value", value_id, f"/config/enumeration_values/{value_id}", op, change)
+
+
+def _log(conn, record_type: str, record_id: int, uri: str, op: str, change) -> None:
+    entry = {"record_type": record_type, "record_id": record_id, "repo_id": None, "uri": uri, "op": op, "at": change.now}
+    change_log.append(conn, [entry])
 
 
 def write_result(status: str, record_id: int, lock_version: int, uri: str) -> dict:

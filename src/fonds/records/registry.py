@@ -14,6 +14,7 @@ from typing import Literal
 from sqlalchemy import Integer, String
 
 from fonds.records import hooks
+from fonds.records.search_spec import SearchSpec
 from fonds.storage.tables import ColumnSpec, TableSpec, build_metadata
 
 ACTIONS = ("list", "create", "read", "update", "delete")
@@ -114,6 +115,10 @@ class RecordType:
     missing_message: str = ""
     # The hierarchy this type is the root or a node of.
     tree: TreeSpec | None = None
+    # What its search document holds; None: not searchable.
+    search: SearchSpec | None = None
+    # `POST <record>/suppressed` hides it from users who may not see suppressed records.
+    suppressible: bool = False
 
     @property
     def repo_scoped(self) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 import orjson
 from sqlalchemy import bindparam, update
 
+from fonds.storage import change_log
 from fonds.storage import records as store
 from fonds.storage.chunks import chunked
 
@@ -55,5 +56,5 @@ def rewrite_records(
             rewritten.append(doc)
         if params:
             conn.execute(statement, params)
-        store.record_changes(conn, tables, changes)
+        change_log.append(conn, changes)
     return rewritten

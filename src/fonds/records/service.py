@@ -21,6 +21,7 @@ from fonds.records.trees import node_fields
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import RecordValidator, check_structure, find_refs
 from fonds.records.value_lists import ListCache
+from fonds.storage import change_log
 from fonds.storage import records as store
 from fonds.storage.chunks import select_in
 from fonds.storage.db import Database
@@ -139,6 +140,12 @@ class RecordService(TreeQueries):
         if writing and repo_id == GLOBAL_REPO_ID and not record_type.allowed_in_global_repository:
             raise BadRequest("The global repository cannot contain archival records")
 
+    def check_repository_exists(self, repo_id: int) -> None:
+        with self.db.read() as conn:
+            table = conn.info["fonds_tables"]["repository"]
+            if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
+                raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
+
     def _check_unique(self, conn, record_type: RecordType, columns: dict, record_id: int) -> None:
         table = conn.info["fonds_tables"][record_type.name]
         for key in record_type.unique_keys:
@@ -172,9 +179,8 @@ class RecordService(TreeQueries):
         ):
             raise Conflict("The record you tried to update has been modified since you fetched it.")
         store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links, fresh=op == "created")
-        store.record_change(
-            conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now
-        )
+        change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
+        change_log.append(conn, [change])
 
     def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
         doc, warnings, _ = self.prepare(record_type, body, creating=True)

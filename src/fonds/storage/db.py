@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Connection, MetaData, create_engine, event
@@ -60,9 +60,18 @@ class Database:
         # SQLite has one writer: queue writers of this process here instead of on the file lock.
         self._write_lock = threading.Lock() if self.kind == "sqlite" else None
         self.tables = metadata.tables
+        # Called after every committed write (the search indexer wakes up to apply the change).
+        self.after_write: list[Callable[[], None]] = []
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        with self._transaction() as conn:
+            yield conn
+        for listener in self.after_write:
+            listener()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
         if self._write_lock is None:
             with self.engine.connect() as conn, conn.begin():
                 _start(conn, self.tables)

@@ -100,25 +100,6 @@ def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: 
     return conn.execute(select(table.c.id).where(*where, table.c.id != exclude_id).limit(1)).scalar_one_or_none()
 
 
-def record_change(conn: Connection, tables, *, record_type: str, record_id: int, repo_id: int | None, uri: str, op: str, now) -> None:
-    record_changes(
-        conn, tables, [{"record_type": record_type, "record_id": record_id, "repo_id": repo_id, "uri": uri, "op": op, "at": now}]
-    )
-
-
-def record_changes(conn: Connection, tables, changes: list[dict]) -> None:
-    """Append change rows (record_type, record_id, repo_id, uri, op, at) in one statement per chunk."""
-    for chunk in chunks(changes, 1000):
-        conn.execute(insert(tables["change_log"]), chunk)
-
-
-def record_changes_from(conn: Connection, tables, query) -> None:
-    """Append change rows selected by `query` (columns record_type, record_id, repo_id, uri, op,
-    at): one statement however many records a subtree holds."""
-    log = tables["change_log"]
-    conn.execute(insert(log).from_select(["record_type", "record_id", "repo_id", "uri", "op", "at"], query))
-
-
 def replace_links(
     conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]], fresh: bool = False
 ) -> None:

@@ -13,6 +13,7 @@ from fonds.errors import Conflict, Invalid
 from fonds.records.rewrite import rewrite_records
 from fonds.records.trees import hierarchy, positions
 from fonds.records.trees.positions import Siblings
+from fonds.storage import change_log
 from fonds.storage import records as store
 from fonds.storage.chunks import chunked as batches
 
@@ -75,7 +76,7 @@ def log_below(conn, registry, spec, node_ids: list[int], now) -> None:
         query = select(literal(spec.node, String), table.c.id, table.c.repo_id, uri, literal("updated", String), literal(now)).where(
             table.c.id.in_(below)
         )
-        store.record_changes_from(conn, conn.info["fonds_tables"], query)
+        change_log.append_from(conn, query)
 
 
 def _taken_by_others(conn, table, spec, root_id: int, ref_ids: list[str], moving: dict) -> bool:

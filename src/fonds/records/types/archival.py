@@ -10,6 +10,18 @@ from sqlalchemy import Boolean
 from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, TreeSpec, UniqueKey, id_column, text_column
+from fonds.records.search_spec import (
+    DESCRIBED,
+    FOUR_PART_ID,
+    IDENTIFIER,
+    LEVEL,
+    DocumentField,
+    SearchSpec,
+    ancestor_uris,
+    copied,
+    node_dependents,
+    ref_of,
+)
 from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
@@ -97,6 +109,49 @@ class ArchivalObjectHooks(Hooks):
         )
 
 
+# What each type's search documents hold (fonds.records.search_spec).
+ACCESSION_SEARCH = SearchSpec(
+    fields=(
+        IDENTIFIER,
+        FOUR_PART_ID,
+        copied("accession_date", "date"),
+        copied("acquisition_type", "keyword"),
+        copied("resource_type", "keyword"),
+        *DESCRIBED,
+    ),
+)
+
+RESOURCE_SEARCH = SearchSpec(
+    fields=(
+        IDENTIFIER,
+        FOUR_PART_ID,
+        LEVEL,
+        copied("ead_id", "keyword"),
+        copied("finding_aid_title", "text"),
+        copied("finding_aid_filing_title", "text", default_weight=2.0),
+        copied("finding_aid_status", "keyword"),
+        copied("resource_type", "keyword"),
+        *DESCRIBED,
+    ),
+)
+
+ARCHIVAL_OBJECT_SEARCH = SearchSpec(
+    fields=(
+        copied("identifier", "keyword", "component_id", default_weight=3.0),
+        copied("component_id", "keyword"),
+        copied("ref_id", "keyword"),
+        LEVEL,
+        DocumentField("resource", "keyword", lambda doc, _: ref_of(doc, "resource")),
+        DocumentField("parent", "keyword", lambda doc, _: ref_of(doc, "parent")),
+        DocumentField("ancestors", "keyword", lambda doc, _: ancestor_uris(doc)),
+        copied("position", "integer"),
+        *DESCRIBED,
+    ),
+    title=lambda doc: doc.get("display_string") or doc.get("title"),
+    dependents=node_dependents,
+)
+
+
 TYPES = (
     RecordType(
         name="accession",
@@ -109,6 +164,8 @@ TYPES = (
         unique_keys=(UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),),
         ref_rules=INSTANCE_RULES,
         hooks=AccessionHooks(),
+        search=ACCESSION_SEARCH,
+        suppressible=True,
     ),
     RecordType(
         name="resource",
@@ -125,6 +182,8 @@ TYPES = (
         ref_rules=INSTANCE_RULES,
         hooks=ResourceHooks(),
         tree=ARCHIVAL_TREE,
+        search=RESOURCE_SEARCH,
+        suppressible=True,
     ),
     RecordType(
         name="archival_object",
@@ -157,5 +216,7 @@ TYPES = (
         ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
         hooks=ArchivalObjectHooks(),
         tree=ARCHIVAL_TREE,
+        search=ARCHIVAL_OBJECT_SEARCH,
+        suppressible=True,
     ),
 )

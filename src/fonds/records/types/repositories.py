@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.search_spec import SearchSpec, copied
 
 GLOBAL_REPO_CODE = "_archivesspace"
 # Created first, so always /repositories/1 (as in ArchivesSpace).
@@ -35,6 +36,13 @@ class RepositoryHooks(Hooks):
             record_type.hooks.seed_repository(service, ctx, doc, actor)
 
 
+# What each type's search documents hold (fonds.records.search_spec).
+REPOSITORY_SEARCH = SearchSpec(
+    fields=(copied("repo_code", "keyword"),),
+    title=lambda doc: doc.get("name"),
+)
+
+
 TYPES = (
     RecordType(
         name="repository",
@@ -46,6 +54,7 @@ TYPES = (
         columns=(text_column("repo_code"),),
         unique_keys=(UniqueKey(("repo_code",), "repo_code", "short name already in use"),),
         hooks=RepositoryHooks(),
+        search=REPOSITORY_SEARCH,
         list_is_plain_array=True,
     ),
 )
