@@ -225,9 +225,11 @@ def settings(tmp_path, database_url, settings_overrides):
 
 @pytest.fixture
 def app(settings):
+    """The application, started (its lifespan: migration check, bootstrap, search indexer) and
+    stopped at the end of the test."""
     application = create_app(settings)
-    yield application
-    application.state.fonds.db.dispose()
+    with TestClient(application):
+        yield application
 
 
 @pytest.fixture

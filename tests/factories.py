@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import warnings
 from collections.abc import Callable
@@ -9,8 +10,9 @@ from dataclasses import dataclass
 
 from fonds.model import REGISTRY
 from fonds.records.registry import RecordType
-from fonds.records.schemas import load_enumerations, load_schema_files
+from fonds.records.schemas import load_schema_files
 from fonds.records.types.archival import IDENTIFIER_PARTS
+from fonds.records.value_lists import load_seed
 
 ADMIN_PASSWORD = "test-admin-password"
 USER_PASSWORD = "user-password-1"  # what `make_user` gives a user unless told otherwise
@@ -19,7 +21,7 @@ _counter = itertools.count(1)
 # Types with generated CRUD routes, for parametrised tests.
 CRUD_TYPES = [t for t in REGISTRY if {"list", "create", "read", "update", "delete"} <= set(t.actions)]
 SCHEMAS = load_schema_files()
-ENUMERATIONS = load_enumerations()
+ENUMERATIONS = load_seed()  # the lists a new database starts with
 # Properties whose value must fit others (identifier parts must not leave gaps): never sample data.
 LINKED_PROPERTIES = frozenset(IDENTIFIER_PARTS)
 
@@ -159,6 +161,16 @@ def new_client(app):
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
     return TestClient(app, raise_server_exceptions=False)
+
+
+@contextlib.contextmanager
+def running_app(settings):
+    """A second app on the same database (another worker, a restart), its lifespan started
+    (database, indexer) and stopped at the end."""
+    from fonds.app import create_app
+
+    with new_client(create_app(settings)) as client:
+        yield client.app
 
 
 def make_user(api: Api, username: str, password: str = USER_PASSWORD, groups: list[str] = (), **fields) -> Api:

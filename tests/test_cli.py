@@ -60,6 +60,14 @@ def stop(process: subprocess.Popen) -> None:
             process.wait(timeout=15)
 
 
+def disconnect_mid_body(port: int, token: str) -> None:
+    """Send a request announcing 1,000 bytes of body, send 10, and hang up."""
+    head = f"POST /repositories HTTP/1.1\r\nHost: x\r\nX-ArchivesSpace-Session: {token}\r\nContent-Length: 1000\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(head.encode() + b'{"name": ')
+        time.sleep(0.5)  # let the server start reading the body before the connection goes
+
+
 def test_fonds_serve_answers_over_real_http(tmp_path, settings):
     port, log_path = free_port(), tmp_path / "serve.log"
     base = f"http://127.0.0.1:{port}"
@@ -78,7 +86,12 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
             # ArchivesSpace clients may send the password in the query string: it must not reach the log.
             login = http.post("/users/admin/login", params={"password": SERVE_PASSWORD})
             assert login.status_code == 200, login.text
+            # Also when the parameter's name is percent-encoded or in capitals (both log in).
+            for name in ("pass%77ord", "PASSWORD", "p%61ssword"):
+                encoded = http.post(f"/users/admin/login?{name}={SERVE_PASSWORD}")
+                assert encoded.status_code == (200 if name != "PASSWORD" else 400), encoded.text
             token = login.json()["session"]
+            disconnect_mid_body(port, token)
             http.headers["X-Service-Session"] = token
             repo = http.post("/repositories", json={"jsonmodel_type": "repository", "repo_code": "HTTP", "name": "Over HTTP"})
             assert repo.status_code == 200, repo.text
@@ -95,7 +108,11 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
         stop(process)
     log_text = log_path.read_text()
     assert "password=[redacted]" in log_text
+    assert "pass%77ord=[redacted]" in log_text and "PASSWORD=[redacted]" in log_text
     assert SERVE_PASSWORD not in log_text
+    # The client that vanished mid-body: one info line, no traceback.
+    assert log_text.count("client disconnected before sending the whole request: POST /repositories") == 1
+    assert "Traceback" not in log_text and "ERROR" not in log_text
     assert token not in log_text
     if not PG_URL:
         assert (tmp_path / "serve-data" / "fonds.sqlite3").is_file()

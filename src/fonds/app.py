@@ -7,20 +7,23 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, groups, sessions, system, users
+from fonds.api import archival_objects, batch, enumerations, groups, openapi, search, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
+from fonds.api.middleware import CatchAll, RefuseNul
 from fonds.auth.passwords import HashingGate
 from fonds.auth.sessions import SessionCache
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
 from fonds.errors import install_error_handlers
 from fonds.model import REGISTRY, database_metadata
+from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
+from fonds.search.engine import SearchEngine
 from fonds.storage import migrate
 from fonds.storage.db import REQUEST_THREADS, Database
 
@@ -47,66 +50,56 @@ class CacheControl:
 
 
 def open_services(settings: Settings) -> AppServices:
+    """The database migrated and bootstrapped, the record service and the (not yet started) search engine."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
-    return AppServices(settings=settings, db=db, registry=REGISTRY, records=records, sessions=SessionCache(), hashing=HashingGate())
-
-
-def _openapi(app: FastAPI, records_schemas: dict) -> dict:
-    spec = get_openapi(title="Fonds", version=__version__, routes=app.routes, description="ArchivesSpace-compatible archival records API.")
-    components = spec.setdefault("components", {}).setdefault("schemas", {})
-    for name, schema in records_schemas.items():
-        components[name] = _as_component(schema)
-    components["write_result"] = {
-        "type": "object",
-        "properties": {
-            "status": {"type": "string"},
-            "id": {"type": "integer"},
-            "lock_version": {"type": "integer"},
-            "stale": {"type": ["boolean", "null"]},
-            "uri": {"type": "string"},
-            "warnings": {},
-        },
-    }
-    return spec
-
-
-def _as_component(node):
-    if isinstance(node, dict):
-        return {
-            key: (f"#/components/schemas/{value}" if key == "$ref" else _as_component(value))
-            for key, value in node.items()
-            if key not in ("$schema", "$id")
-        }
-    if isinstance(node, list):
-        return [_as_component(item) for item in node]
-    return node
+    lists = Enumerations(db, records.list_usage)
+    search = SearchEngine(settings, db, REGISTRY, records.render)
+    return AppServices(
+        settings=settings,
+        db=db,
+        registry=REGISTRY,
+        records=records,
+        enumerations=lists,
+        search=search,
+        sessions=SessionCache(),
+        hashing=HashingGate(),
+    )
 
 
 def create_app(settings: Settings) -> FastAPI:
-    services = open_services(settings)
-
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # Start-up owns migration, bootstrap and the search indexer (with its writer lock);
+        # shut-down stops the indexer before the database goes.
+        services = await run_in_threadpool(open_services, settings)
         # No more request threads than pooled connections (and fewer threads fighting over two cores).
         anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
-        yield
-        services.db.dispose()
+        app.state.fonds = services
+        services.search.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(services.search.stop)
+            services.db.dispose()
 
     app = FastAPI(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.fonds = services
     install_error_handlers(app, before_http_error=session_gone_response)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, sessions, users, groups, archival_objects):
+    for module in (system, enumerations, sessions, users, groups, archival_objects, batch, search):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
+    trees.register(app.router, REGISTRY)
     spec: dict = {}
-    app.openapi = lambda: spec or spec.update(_openapi(app, services.records.schemas.schemas)) or spec
+    app.openapi = lambda: spec or spec.update(openapi.build(app, app.state.fonds.records.schemas.schemas, REGISTRY)) or spec
+    # Added innermost first: CacheControl(CatchAll(RefuseNul(routes))); sessions are checked per route.
+    app.add_middleware(RefuseNul)
+    app.add_middleware(CatchAll)
     app.add_middleware(CacheControl)
     return app
 

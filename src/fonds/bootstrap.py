@@ -1,6 +1,8 @@
 """First-start set-up: the hidden global repository (/repositories/1), the default vocabulary
 (/vocabularies/1), the global `administrators` group and the `admin` user in it. Idempotent;
-safe with several workers starting at once."""
+safe with several workers starting at once. It also repairs what an installation needs and
+has lost (a global repository deleted, with its administrators group, by a version that
+allowed it): the server starts and the system administrator can get in again."""
 
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ from sqlalchemy import select, update
 from fonds.auth import groups
 from fonds.auth.passwords import hash_password
 from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID, PERMISSION_CODES
+from fonds.records.enumeration_import import ensure_lists
+from fonds.records.enumerations import Change
 from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
 from fonds.records.types.repositories import GLOBAL_REPO_CODE
 from fonds.storage import records as store
+from fonds.storage.chunks import execute_in
 
 log = logging.getLogger("fonds.bootstrap")
 SYSTEM = Actor(user_id=0, username="admin")
@@ -56,10 +61,11 @@ def _administrators_group(service: RecordService, conn) -> None:
     legacy = [(row.id, orjson.loads(row.json)) for row in conn.execute(select(users.c.id, users.c.json))]
     if not legacy:
         return
-    admins = [user_id for user_id, user in legacy if user.get("is_admin")]
-    groups.set_members(conn, group_id, admins)
     system = [user_id for user_id, user in legacy if user.get("is_system_user")]
-    conn.execute(update(users).where(users.c.id.in_(system)).values(is_system=True))
+    execute_in(conn, lambda chunk: update(users).where(users.c.id.in_(chunk)).values(is_system=True), system)
+    # Users marked admin before groups existed; or, when the group was lost, the system administrator.
+    admins = [user_id for user_id, user in legacy if user.get("is_admin")] or system
+    groups.set_members(conn, group_id, admins)
 
     def strip_computed(user: dict) -> None:
         user.pop("is_admin", None)
@@ -74,19 +80,25 @@ def _administrators_group(service: RecordService, conn) -> None:
     )
 
 
+def _global_repository(service: RecordService, conn) -> None:
+    """The repository at id 1, made there (or put back there) if it is missing."""
+    if _exists(conn, conn.info["fonds_tables"]["repository"], "id", GLOBAL_REPO_ID):
+        return
+    doc = {"jsonmodel_type": "repository", "repo_code": GLOBAL_REPO_CODE, "name": "Global repository"}
+    service.create_in(conn, service.registry["repository"], doc, {}, repo_id=None, actor=SYSTEM, record_id=GLOBAL_REPO_ID)
+
+
 def bootstrap(service: RecordService) -> None:
     db, settings = service.db, service.settings
     tables = db.tables
     with db.write() as conn:
         if db.kind == "postgresql":
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727275)")
-        if not _exists(conn, tables["repository"], "repo_code", GLOBAL_REPO_CODE):
-            _create(
-                service, conn, "repository", {"jsonmodel_type": "repository", "repo_code": GLOBAL_REPO_CODE, "name": "Global repository"}
-            )
+        _global_repository(service, conn)
         if not _exists(conn, tables["vocabulary"], "ref_id", "global"):
             _create(service, conn, "vocabulary", {"jsonmodel_type": "vocabulary", "ref_id": "global", "name": "global"})
         _administrators_group(service, conn)
+        ensure_lists(conn, service.list_usage.all_list_names(), Change(SYSTEM.username, store.utcnow()))
         if _exists(conn, tables["user"], "username", "admin"):
             return
         password = settings.admin_password or secrets.token_urlsafe(18)

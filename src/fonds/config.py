@@ -39,9 +39,20 @@ class Settings:
     )
     login_failures_per_address: int = _setting(30, "Failed logins from one client address before it is refused (429) in the same way.")
     login_lockout_max_seconds: int = _setting(900, "Longest a username or address is locked out after repeated failed logins.")
+    index_dir: Path | None = _setting(
+        None, "Directory of the search index (derived data: deleting it is safe, it is rebuilt). Default: `index` in the data dir."
+    )
+    search_wait_seconds: float = _setting(
+        2.0,
+        "Longest a search waits for the index to apply the changes committed before it began; past it the search answers from the index as it is, with the header `X-Fonds-Index-Behind`.",
+    )
     strict_validation: bool = _setting(
         False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."
     )
+
+    @property
+    def effective_index_dir(self) -> Path:
+        return self.index_dir or self.data_dir / "index"
 
     @property
     def effective_database_url(self) -> str:
@@ -71,6 +82,11 @@ def _coerce(setting: dataclasses.Field, raw):
             if text in ("0", "false", "no", "off"):
                 return False
             raise ValueError(f"expected true or false, got {raw!r}")
+        if "float" in kind:
+            value = float(raw)
+            if not value >= 0:
+                raise ValueError(f"must be a number of seconds, zero or more, got {raw!r}")
+            return value
         if "int" in kind:
             value = int(raw)
             if value < 1:

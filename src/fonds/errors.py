@@ -13,6 +13,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fonds.log_config import is_secret
+
 log = logging.getLogger("fonds.errors")
 
 FieldErrors = dict[str, list[str]]
@@ -44,6 +46,13 @@ class Invalid(BadRequest):
 
     def __init__(self, errors: FieldErrors, warnings: FieldErrors | None = None):
         super().__init__(errors, warning=warnings or {})
+
+
+def nested_under(error: Invalid, prefix: str) -> Invalid:
+    """A record's validation errors, named by where the record sits in a batch (`children/3/title`)."""
+    errors = error.error if isinstance(error.error, dict) else {"": [str(error.error)]}
+    warnings = error.extra.get("warning") or {}
+    return Invalid({f"{prefix}/{path}".rstrip("/"): messages for path, messages in errors.items()}, warnings)
 
 
 def invalid_field(path: str, message: str) -> Invalid:
@@ -113,7 +122,7 @@ def _describe_validation_error(err: dict) -> tuple[str, str]:
     if err.get("type") == "missing":
         return name, "Parameter required but no value provided"
     wanted = {"int_parsing": "Integer", "bool_parsing": "Boolean", "int_type": "Integer"}.get(err.get("type", ""), "a valid value")
-    got = err.get("input")
+    got = "[redacted]" if is_secret(name) else err.get("input")
     return name, f"Wanted type {wanted} but got '{got}'"
 
 
@@ -162,8 +171,5 @@ def install_error_handlers(app: FastAPI, before_http_error: Callable[[Request], 
         log.info("value refused by the database on %s %s: %s", request.method, request.url.path, type(exc).__name__)
         return json_error(400, {"error": "A value in the request is out of range or cannot be stored"})
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        # The traceback goes to the log only: a body never carries code, SQL or secrets.
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return json_error(500, {"error": "Internal server error"})
+    # Any other exception: fonds.api.middleware.CatchAll (a handler for `Exception` here would
+    # answer, then be re-raised by Starlette for the server to log a second time).

@@ -13,6 +13,10 @@ PUBLIC_ROUTES = {
     ("GET", "/schemas"),
     ("GET", "/schemas/{name}"),
     ("GET", "/config/enumerations"),
+    ("GET", "/config/enumerations/csv"),
+    ("GET", "/config/enumerations/{enum_id}"),
+    ("GET", "/config/enumerations/names/{enum_name}"),
+    ("GET", "/config/enumeration_values/{enum_val_id}"),
     ("GET", "/docs"),
     ("GET", "/permissions"),
 }
@@ -42,7 +46,7 @@ def test_every_protected_route_refuses_an_anonymous_client(app, client, repo):
     for method, path, route in _routes(app):
         if route.fonds_permission == PUBLIC:
             continue
-        url = path.format(repo_id=repo, id=1, username="admin", name="accession")
+        url = path.format(repo_id=repo, id=1, username="admin", name="accession", enum_id=1, enum_val_id=1)
         response = client.request(method, url, content=b"{}")
         assert response.status_code == 403, f"{method} {url} -> {response.status_code}"
         assert response.json() == {"error": "Access denied"}

@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy import func, select, update
 
 from fonds.api.deps import PUBLIC
+from fonds.api.search import ROUTES as SEARCH_ROUTES
 from fonds.auth import passwords
 from fonds.auth.permissions import BY_CODE
 from fonds.model import REGISTRY
@@ -215,9 +216,14 @@ class World:
                 self.ids[(record_type.name, repo_id)] = api.create_minimal(record_type, repo_id)["id"]
         self.victim = api.create_user("victim")
         self.ids[("user", None)] = self.victim
+        self.value_list = api.create(
+            "/config/enumerations", {"jsonmodel_type": "enumeration", "name": "walk_list", "values": ["one", "two"]}
+        )["uri"]
 
     def request(self, actor: Api, method: str, path: str, repo_id: int):
         """Send `method path` for `repo_id` as `actor`, with a body that would succeed for an admin."""
+        if path.startswith("/config/"):
+            return self._value_list_request(actor, method, path)
         url = path.replace("{repo_id}", str(repo_id))
         params: dict = {"page": 1}
         body = None
@@ -230,6 +236,10 @@ class World:
             else:
                 target = self.ids[(record_type.name, repo_id if record_type.repo_scoped else None)]
             url = url.replace("{id}", str(target))
+        if record_type is not None and record_type.tree is not None and kind == "sub":
+            params.update(self._tree_params(path, url, repo_id))
+            if path.endswith("/children") and method == "POST":
+                body = {"jsonmodel_type": record_type.tree.children_type, "children": [{"title": "walked", "level": "file"}]}
         if method == "POST":
             if kind == "collection":
                 body = self._new(record_type, actor)
@@ -240,6 +250,10 @@ class World:
                     body["grants_permissions"] = ["view_repository", "manage_repository"]
             if (record_type is not None and record_type.name == "user") or path.endswith("/password"):
                 params["password"] = "attacker-password"
+            if path.endswith("/suppressed"):
+                params["suppressed"] = "true"
+            if path == "/search/records":
+                params["uri[]"] = [REGISTRY["accession"].uri(self.ids[("accession", repo_id)], repo_id)]
             if path == "/users/{id}/groups":
                 url = f"/users/{actor.user_id}/groups"  # put yourself in the managers
                 params.update(
@@ -247,7 +261,41 @@ class World:
                 )
         return actor.client.request(method, url, params=params, json=body)
 
+    def _tree_params(self, path: str, url: str, repo_id: int) -> dict:
+        """A node to show or move for a tree route: a new one under the route's record (made by the admin)."""
+        target = url.rsplit("/", 2)[0] if "/tree/" in url else url.rsplit("/", 1)[0]
+        wanted = ("/tree/node", "/tree/node_from_root", "/accept_children")
+        if not path.endswith(wanted):
+            return {"offset": 0} if path.endswith("/tree/waypoint") else {}
+        under = {"parent": {"ref": target}} if "/archival_objects/" in target else {"resource": {"ref": target}}
+        node = self.api.create(f"/repositories/{repo_id}/archival_objects", {"jsonmodel_type": "archival_object", "title": "n", **under})
+        return {"node_uri": node["uri"], "node_ids[]": node["id"], "children[]": node["uri"], "position": 0}
+
+    def _value_list_request(self, actor: Api, method: str, path: str):
+        """The value-list routes (global): a list made for the walk, its first value, a spare value to merge."""
+        current = self.api.get(self.value_list).json()
+        first = current["enumeration_values"][0]
+        url, params, body = path.replace("{enum_id}", self.value_list.rsplit("/", 1)[1]), {}, None
+        url = url.replace("{enum_val_id}", str(first["id"]))
+        if path == "/config/enumerations":
+            body = {"jsonmodel_type": "enumeration", "name": f"walk_{secrets.token_hex(3)}", "values": ["x"]}
+        elif path == "/config/enumerations/migration":
+            spare = f"spare_{secrets.token_hex(3)}"
+            self.api.post(self.value_list, json={**current, "values": [*current["values"], spare]})
+            body = {"enum_uri": self.value_list, "from": spare, "to": "one"}
+        elif path == "/config/enumerations/{enum_id}":
+            body = {**current, "values": [*current["values"], f"walk_{secrets.token_hex(3)}"]}
+        elif path == "/config/enumeration_values/{enum_val_id}":
+            body = self.api.get(first["uri"]).json()
+        elif path.endswith("/position"):
+            params = {"position": 1}
+        elif path.endswith("/suppressed"):
+            params = {"suppressed": "false"}
+        return actor.client.request(method, url, params=params, json=body)
+
     def _type_of(self, path: str):
+        if path.endswith("/search"):
+            return None, "other"
         if "{id}" not in path and "{repo_id}" not in path and path not in {t.collection_path for t in REGISTRY}:
             return None, "other"  # /users/current-user and the like
         for record_type in REGISTRY:
@@ -255,7 +303,7 @@ class World:
                 return record_type, "collection"
             if path.startswith(record_type.collection_path + "/{id}"):
                 return record_type, "item" if path == record_type.collection_path + "/{id}" else "sub"
-        if path.startswith("/repositories/{repo_id}/find_by_id/"):
+        if path.startswith("/repositories/{repo_id}/find_by_id/") or path.endswith("/search"):
             return None, "other"
         if path == "/repositories/{repo_id}/users/{id}":
             return REGISTRY["user"], "sub"
@@ -285,12 +333,18 @@ def walk(app):
 # GETs outside /repositories/<id>/ a viewer of one repository may make (everything else: 403).
 # Repository records themselves are readable with view_repository anywhere (they are public in
 # ArchivesSpace, and GET /repositories lists them all anyway).
-VIEWER_GLOBAL_READS = {"/users/current-user"} | {
-    path
-    for t in REGISTRY
-    if not t.repo_scoped and t.permissions.read == "view_repository"
-    for path in (t.collection_path, f"{t.collection_path}/{{id}}")
-}
+VIEWER_GLOBAL_READS = (
+    {"/users/current-user"}
+    | {
+        path
+        for t in REGISTRY
+        if not t.repo_scoped and t.permissions.read == "view_repository"
+        for path in (t.collection_path, f"{t.collection_path}/{{id}}")
+    }
+    | {"/search/repositories", "/search/subjects", "/search/location_profile"}
+)
+# Searches are reads, whether sent as GET or as POST (a form body).
+SEARCHES = {route[0] for route in SEARCH_ROUTES}
 # Under /repositories/<id>/ of their own repository, a viewer is refused only what needs manage_repository.
 MANAGING = ("/groups", "/users/")
 
@@ -308,7 +362,7 @@ def test_an_unprivileged_user_is_refused_everything_beyond_their_rights(app, api
         for repo_id in repo_ids:
             response = world.request(user, method, path, repo_id)
             checked += 1
-            if method != "GET":
+            if method != "GET" and path not in SEARCHES:
                 expected = {403}
             elif path.startswith("/repositories/{repo_id}/"):
                 expected = {200} if repo_id in readable and not any(part in path for part in MANAGING) else {403}

@@ -8,17 +8,15 @@ import time
 
 import pytest
 
-from fonds.app import create_app
 from fonds.auth.sessions import SessionCache, SessionUser, _Cached
 from fonds.storage.records import utcnow
-from tests.factories import USER_PASSWORD, Api, make_user, new_client
+from tests.factories import USER_PASSWORD, Api, make_user, new_client, running_app
 
 
 @pytest.fixture
 def other_worker(settings):
-    app = create_app(settings)
-    yield app
-    app.state.fonds.db.dispose()
+    with running_app(settings) as app:
+        yield app
 
 
 @pytest.fixture(params=["same worker", "other worker"])

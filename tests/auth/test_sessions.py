@@ -236,21 +236,15 @@ def test_one_address_is_locked_after_failures_across_usernames(client):
 def test_a_session_works_on_another_worker_and_after_a_restart(client, repo, settings):
     token = token_of(client)
     client.app.state.fonds.db.dispose()  # the first process "stops"
-    restarted = create_app(settings)
-    try:
-        response = accessions_with(TestClient(restarted, raise_server_exceptions=False), repo, {"X-ArchivesSpace-Session": token})
+    with TestClient(create_app(settings), raise_server_exceptions=False) as restarted:
+        response = accessions_with(restarted, repo, {"X-ArchivesSpace-Session": token})
         assert response.status_code == 200, response.text
-    finally:
-        restarted.state.fonds.db.dispose()
 
 
 def test_throttling_is_shared_by_every_worker_on_the_database(client, settings):
     fail_logins(client, 5)
-    other_worker = create_app(settings)
-    try:
-        assert login(TestClient(other_worker, raise_server_exceptions=False)).status_code == 429
-    finally:
-        other_worker.state.fonds.db.dispose()
+    with TestClient(create_app(settings), raise_server_exceptions=False) as other_worker:
+        assert login(other_worker).status_code == 429
 
 
 # -- using a session -------------------------------------------------------------------------
@@ -337,22 +331,15 @@ def test_generated_admin_password_is_written_once_with_mode_0600(settings):
     fresh = dataclasses.replace(settings, admin_password=None)
     assert not fresh.data_dir.exists()
     path = fresh.data_dir / "initial-admin-password"
-    application = create_app(fresh)
-    try:
+    with TestClient(create_app(fresh), raise_server_exceptions=False) as anonymous:
         assert path.stat().st_mode & 0o777 == 0o600
         password = path.read_text().strip()
         assert len(password) >= 16
-        anonymous = TestClient(application, raise_server_exceptions=False)
         assert login(anonymous, password=password).status_code == 200
         failed = login(anonymous, password="admin")
         assert failed.status_code == 403
         assert failed.json() == LOGIN_FAILED
-    finally:
-        application.state.fonds.db.dispose()
     # A restart keeps the admin and its password; the file is not rewritten.
-    restarted = create_app(fresh)
-    try:
+    with TestClient(create_app(fresh), raise_server_exceptions=False) as restarted:
         assert path.read_text().strip() == password
-        assert login(TestClient(restarted, raise_server_exceptions=False), password=password).status_code == 200
-    finally:
-        restarted.state.fonds.db.dispose()
+        assert login(restarted, password=password).status_code == 200

@@ -138,13 +138,18 @@ def test_repository_http_urls_are_accepted(api):
         assert read(api, created["uri"])["url"] == url
 
 
-def test_enumeration_values_are_checked(api, repo):
-    error = refused(api, accessions(repo), accession(acquisition_type="stolen"))
-    assert list(error) == ["acquisition_type"]
-    assert "stolen" in error["acquisition_type"][0]
-    assert "gift" in error["acquisition_type"][0]
-    created = accepted(api, accessions(repo), accession(acquisition_type="gift", id_0="2"))
-    assert read(api, created["uri"])["acquisition_type"] == "gift"
+def test_a_value_outside_a_non_editable_list_is_refused(api, repo):
+    error = refused(api, accessions(repo), accession(language="klingon"))
+    assert list(error) == ["language"]
+    assert "klingon" in error["language"][0] and "eng" in error["language"][0]
+    created = accepted(api, accessions(repo), accession(language="eng", id_0="2"))
+    assert read(api, created["uri"])["language"] == "eng"
+
+
+def test_a_value_outside_an_editable_list_is_kept_with_a_warning(api, repo):
+    created = accepted(api, accessions(repo), accession(acquisition_type="bequest"))
+    assert created["warnings"] == {"acquisition_type": ["Value 'bequest' is not in the editable list accession_acquisition_type"]}
+    assert read(api, created["uri"])["acquisition_type"] == "bequest"
 
 
 def test_nested_enumeration_values_are_checked(api, repo):

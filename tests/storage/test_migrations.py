@@ -231,9 +231,7 @@ def test_an_upgrade_from_0001_keeps_administrators_as_administrators(settings):
         _legacy_user(conn, 2, "curator", admin=True, password="legacy-curator-pw")
         _legacy_user(conn, 3, "clerk", admin=False, password="legacy-clerk-pw")
     db.dispose()
-    app = create_app(settings)
-    try:
-        client = TestClient(app, raise_server_exceptions=False)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         for username, password, admin in (
             ("admin", "legacy-admin-pw", True),
             ("curator", "legacy-curator-pw", True),
@@ -248,5 +246,59 @@ def test_an_upgrade_from_0001_keeps_administrators_as_administrators(settings):
         assert login(client, "admin", "legacy-admin-pw").json()["user"]["is_system_user"] is True
         token = login(client, "admin", "legacy-admin-pw").json()["session"]
         assert client.delete("/users/1", headers={"X-ArchivesSpace-Session": token}).status_code == 409
+
+
+# -- value lists (revision 0003_enumerations) --------------------------------------------------
+
+
+def test_the_lists_are_seeded_with_archivesspace_ids(app):
+    from fonds.records.value_lists import load_seed
+
+    db = app.state.fonds.db
+    lists, values = db.tables["enumeration"], db.tables["enumeration_value"]
+    seed = load_seed()
+    with db.engine.connect() as conn:
+        ids = dict(conn.execute(select(lists.c.name, lists.c.id)).all())
+        count = conn.execute(select(func.count()).select_from(values)).scalar_one()
+    assert ids == {name: entry["id"] for name, entry in seed.items()}
+    assert count == sum(len(entry["values"]) for entry in seed.values())
+
+
+def _group_row(conn, group_id: int, repo_id: int, code: str, grants: list[str]) -> None:
+    doc = {"jsonmodel_type": "group", "group_code": code, "description": code, "grants_permissions": grants}
+    conn.execute(
+        text(
+            'INSERT INTO "group" (id, repo_id, lock_version, json, create_time, system_mtime, user_mtime, group_code_key) '
+            "VALUES (:id, :repo, 0, :json, :now, :now, :now, :code)"
+        ),
+        {"id": group_id, "repo": repo_id, "json": orjson.dumps(doc), "now": datetime.datetime(2026, 1, 1), "code": code},
+    )
+    for code_ in grants:
+        conn.execute(text("INSERT INTO group_permission (group_id, permission) VALUES (:g, :p)"), {"g": group_id, "p": code_})
+
+
+def test_an_upgrade_from_0002_lets_administrators_and_archivists_edit_the_lists(settings):
+    from alembic import command
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.effective_database_url, database_metadata())
+    config = migrate.alembic_config()
+    with db.engine.connect() as conn, conn.begin():
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0002")
+        _group_row(conn, 1, 1, "administrators", ["administer_system", "manage_repository"])
+        _group_row(conn, 2, 2, "repository-archivists", ["view_repository"])
+        _group_row(conn, 3, 2, "repository-viewers", ["view_repository"])
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+    try:
+        with db.engine.connect() as conn:
+            grants = {(g, p) for g, p in conn.execute(text("SELECT group_id, permission FROM group_permission"))}
+            docs = {row.id: orjson.loads(row.json) for row in conn.execute(text('SELECT id, json FROM "group"'))}
     finally:
-        app.state.fonds.db.dispose()
+        db.dispose()
+    assert {(1, "update_enumeration_record"), (1, "manage_enumeration_record"), (2, "manage_enumeration_record")} <= grants
+    assert not any(g == 3 and "enumeration" in p for g, p in grants)
+    assert "update_enumeration_record" in docs[1]["grants_permissions"]
+    assert docs[2]["grants_permissions"] == ["view_repository", "manage_enumeration_record"]
+    assert docs[3]["grants_permissions"] == ["view_repository"]

@@ -1,4 +1,4 @@
-"""Archival-object routes beyond CRUD: children and lookup by ref_id / component_id."""
+"""Archival-object routes beyond CRUD and trees: lookup by ref_id / component_id."""
 
 from __future__ import annotations
 
@@ -8,14 +8,10 @@ from fastapi import APIRouter, Query
 
 from fonds.api.deps import Services, require
 from fonds.api.params import ResolveParam
-from fonds.api.routing import add_route, json_response, record_response
+from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.records.service import Actor
 
 VIEW = "view_repository"
-
-
-def children(actor: Actor = require(VIEW), *, repo_id: int, id: int, app: Services, resolve: ResolveParam = []):
-    return json_response(app.records.tree_children(repo_id=repo_id, record_id=id, resolve=resolve))
 
 
 def find_by_id(
@@ -30,18 +26,20 @@ def find_by_id(
     return json_response(app.records.find_archival_objects(repo_id=repo_id, ref_ids=ref_id, component_ids=component_id, resolve=resolve))
 
 
+FOUND = {
+    "type": "object",
+    "required": ["archival_objects"],
+    "properties": {
+        "archival_objects": {
+            "type": "array",
+            "items": {"type": "object", "required": ["ref"], "properties": {"ref": {"type": "string"}, "_resolved": {"type": "object"}}},
+        }
+    },
+}
+
+
 def register(router: APIRouter) -> None:
     tags = ["archival_object"]
-    add_route(
-        router,
-        "/repositories/{repo_id}/archival_objects/{id}/children",
-        children,
-        methods=["GET"],
-        permission=VIEW,
-        summary="Direct children of an archival object, in tree order",
-        tags=tags,
-        openapi_extra={"responses": record_response("archival_object", many=True)},
-    )
     add_route(
         router,
         "/repositories/{repo_id}/find_by_id/archival_objects",
@@ -50,4 +48,5 @@ def register(router: APIRouter) -> None:
         permission=VIEW,
         summary="Find archival objects by ref_id and/or component_id",
         tags=tags,
+        openapi_extra={"responses": json_schema_response(FOUND)},
     )

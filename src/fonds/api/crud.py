@@ -6,17 +6,20 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from fonds.api.deps import RawBody, Services, path_int, require, serve_read
-from fonds.api.params import ListingParams, ResolveParam, listing_from_query
-from fonds.api.routing import add_route, json_response, record_body, record_response, with_repo_id
+from fonds.api.params import ListingParams, ResolveParam, SuppressedParam, listing_from_query
+from fonds.api.routing import (
+    DELETE_RESULT,
+    WRITE_RESULT,
+    add_route,
+    json_response,
+    listing_response,
+    record_body,
+    record_response,
+    with_repo_id,
+)
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
-
-WRITE_RESULT = {
-    "200": {
-        "description": "Created / Updated",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/write_result"}}},
-    }
-}
+from fonds.records.suppression import set_suppressed
 
 
 def _repo_id(request: Request) -> int | None:
@@ -71,10 +74,22 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     def delete_record(actor: Actor = require(perms.delete), *, id: int, app: Services, repo_id: int | None = None):
         return json_response(app.records.delete(record_type, id, repo_id=repo_id, actor=actor))
 
-    lister = list_plain if record_type.list_is_plain_array else list_records
+    def suppress_record(
+        actor: Actor = require("suppress_archival_record"),
+        *,
+        id: int,
+        app: Services,
+        suppressed: SuppressedParam,
+        repo_id: int | None = None,
+    ):
+        return json_response(set_suppressed(app.db, record_type, id, repo_id=repo_id, value=suppressed, username=actor.username))
+
+    lister, list_answers = (
+        (list_plain, record_response(name, many=True)) if record_type.list_is_plain_array else (list_records, listing_response(name))
+    )
     fast = {"read": fast_read, "list": None if record_type.list_is_plain_array else fast_list}
     routes = {
-        "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": record_response(name, many=True)}),
+        "list": (base, lister, "GET", perms.read, f"List {name} records", {"responses": list_answers}),
         "create": (base, create_record, "POST", perms.create, f"Create a {name}", {**record_body(name), "responses": WRITE_RESULT}),
         "read": (item, read_record, "GET", perms.read, f"Read a {name}", {"responses": record_response(name)}),
         "update": (
@@ -85,8 +100,19 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
             f"Update a {name} (whole record, current lock_version)",
             {**record_body(name), "responses": WRITE_RESULT},
         ),
-        "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {}),
+        "delete": (item, delete_record, "DELETE", perms.delete, f"Delete a {name} permanently", {"responses": DELETE_RESULT}),
     }
+    if record_type.suppressible:
+        add_route(
+            router,
+            f"{item}/suppressed",
+            with_repo_id(suppress_record, scoped),
+            methods=["POST"],
+            permission="suppress_archival_record",
+            summary=f"Suppress or unsuppress a {name}",
+            name=f"suppress_{name}",
+            tags=[name],
+        )
     for action in record_type.actions:
         path, endpoint, method, permission, summary, extra = routes[action]
         add_route(

@@ -17,8 +17,10 @@ from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import SessionCache, SessionUser, resolve_session
 from fonds.config import Settings
 from fonds.errors import BadRequest, Denied, ServiceBusy, SessionGone, TooLarge, json_error
+from fonds.records.enumerations import Enumerations
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
+from fonds.search.engine import SearchEngine
 from fonds.storage.db import Database
 
 SESSION_HEADERS = ("x-service-session", "x-archivesspace-session")
@@ -35,6 +37,8 @@ class AppServices:
     records: RecordService
     sessions: SessionCache
     hashing: HashingGate
+    enumerations: Enumerations
+    search: SearchEngine
 
 
 async def services(request: Request) -> AppServices:

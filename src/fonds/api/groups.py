@@ -9,7 +9,7 @@ import orjson
 from fastapi import APIRouter, Query
 
 from fonds.api.deps import PUBLIC, RawBody, Services, require
-from fonds.api.routing import add_route, json_response, record_body, record_response
+from fonds.api.routing import WRITE_RESULT, add_route, json_response, json_schema_response, record_body, record_response
 from fonds.api.sessions import parse_bool
 from fonds.auth.permissions import permission_listing
 from fonds.auth.types import group_code_key
@@ -54,6 +54,19 @@ def list_permissions(level: Annotated[str | None, Query(description="repository,
     return json_response(permission_listing(level))
 
 
+PERMISSION = {
+    "type": "object",
+    "required": ["permission_code", "description", "level", "uri", "jsonmodel_type"],
+    "properties": {
+        "permission_code": {"type": "string"},
+        "description": {"type": "string"},
+        "level": {"type": "string", "enum": ["repository", "global"]},
+        "uri": {"type": "string"},
+        "jsonmodel_type": {"type": "string", "const": "permission"},
+    },
+}
+
+
 def register(router: APIRouter) -> None:
     tags = ["group"]
     base, item = "/repositories/{repo_id}/groups", "/repositories/{repo_id}/groups/{id}"
@@ -85,7 +98,7 @@ def register(router: APIRouter) -> None:
         permission=MANAGE,
         summary="Update a group (whole record, current lock_version)",
         tags=tags,
-        openapi_extra=record_body("group"),
+        openapi_extra={**record_body("group"), "responses": WRITE_RESULT},
     )
     add_route(
         router,
@@ -95,4 +108,5 @@ def register(router: APIRouter) -> None:
         permission=PUBLIC,
         summary="Permission codes and levels",
         tags=["permission"],
+        openapi_extra={"responses": json_schema_response({"type": "array", "items": PERMISSION})},
     )

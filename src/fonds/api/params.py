@@ -22,6 +22,15 @@ def positive_int(name: str, raw: str) -> int:
     return value
 
 
+def _boolean(suppressed: Annotated[str, Query(description="true or false")]) -> bool:
+    value = suppressed.strip().lower()
+    if value not in ("true", "false", "1", "0"):
+        raise BadRequest({"suppressed": [f"Wanted type Boolean but got '{suppressed}'"]})
+    return value in ("true", "1")
+
+
+# ArchivesSpace's SuppressedParam for `suppressed` (required).
+SuppressedParam = Annotated[bool, Depends(_boolean)]
 ResolveParam = Annotated[list[str], Query(alias="resolve[]", description="Attach `_resolved` at every ref under these keys; `a::b` nests.")]
 
 
@@ -47,8 +56,8 @@ def listing(
     modes = [name for name, given in (("page", page is not None), ("id_set", ids_given), ("all_ids", bool(all_ids))) if given]
     if not modes:
         raise missing_parameter("page", "id_set", "all_ids")
-    if len(modes) > 1:
-        raise BadRequest({name: ["Give exactly one of page, id_set or all_ids"] for name in modes})
+    # Several given (ArchivesSnake sends all_ids=True&page=1&page_size=100): ArchivesSpace's
+    # precedence applies, page, then id_set, then all_ids; the others are ignored.
     if page is not None:
         size = settings.default_page_size if page_size in (None, "") else positive_int("page_size", page_size)
         return Listing(page=Page(positive_int("page", page), min(size, settings.max_page_size)), resolve=resolve)

@@ -73,3 +73,32 @@ def record_response(schema_name: str, *, many: bool = False) -> dict:
     if many:
         schema = {"type": "array", "items": schema}
     return {"200": {"description": "OK", "content": {JSON: {"schema": schema}}}}
+
+
+def json_schema_response(schema: dict, description: str = "OK") -> dict:
+    return {"200": {"description": description, "content": {JSON: {"schema": schema}}}}
+
+
+WRITE_RESULT = json_schema_response({"$ref": "#/components/schemas/write_result"}, "Created / Updated")
+DELETE_RESULT = json_schema_response({"$ref": "#/components/schemas/delete_result"}, "Deleted")
+
+
+def listing_response(schema_name: str) -> dict:
+    """A listing answers in one of three shapes, chosen by its parameters."""
+    record = {"$ref": f"#/components/schemas/{schema_name}"}
+    page = {
+        "type": "object",
+        "title": "page",
+        "description": "`page` given: one page of records.",
+        "required": ["first_page", "last_page", "this_page", "total", "results"],
+        "properties": {
+            "first_page": {"type": "integer"},
+            "last_page": {"type": "integer"},
+            "this_page": {"type": "integer"},
+            "total": {"type": "integer"},
+            "results": {"type": "array", "items": record},
+        },
+    }
+    ids = {"type": "array", "title": "all_ids", "description": "`all_ids` given: every id.", "items": {"type": "integer"}}
+    records = {"type": "array", "title": "id_set", "description": "`id_set` given: those records.", "items": record}
+    return json_schema_response({"oneOf": [page, ids, records]}, "A page, every id, or the records asked for")

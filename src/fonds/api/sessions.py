@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 
 from fonds.api.deps import PUBLIC, Services, session_token
-from fonds.api.routing import add_route, json_response
+from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.auth import login as login_service
 from fonds.auth.sessions import end_session
 from fonds.auth.types import normal_username
@@ -49,6 +49,22 @@ def logout(request: Request, app: Services):
     return json_response({"status": "session_logged_out" if ended else "no_active_session"})
 
 
+LOGGED_IN_RESPONSE = {
+    "type": "object",
+    "required": ["session", "user"],
+    "properties": {
+        "session": {"type": "string"},
+        "user": {"$ref": "#/components/schemas/user"},
+        "expire_after_seconds": {"type": "integer"},
+    },
+}
+LOGGED_OUT = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"type": "string", "enum": ["session_logged_out", "no_active_session"]}},
+}
+
+
 def register(router: APIRouter) -> None:
     tags = ["sessions"]
     add_route(
@@ -61,5 +77,15 @@ def register(router: APIRouter) -> None:
         hashes_password=True,
         summary="Log in; returns a session token",
         tags=tags,
+        openapi_extra={"responses": json_schema_response(LOGGED_IN_RESPONSE)},
     )
-    add_route(router, "/logout", logout, methods=["POST"], permission=PUBLIC, summary="End the current session", tags=tags)
+    add_route(
+        router,
+        "/logout",
+        logout,
+        methods=["POST"],
+        permission=PUBLIC,
+        summary="End the current session",
+        tags=tags,
+        openapi_extra={"responses": json_schema_response(LOGGED_OUT)},
+    )

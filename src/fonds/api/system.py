@@ -1,4 +1,4 @@
-"""System routes: service info, version, schemas, enumerations, the API docs page."""
+"""System routes: service info, version, schemas, the API docs page."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse
 
 from fonds import __version__
 from fonds.api.deps import PUBLIC, Services
-from fonds.api.routing import add_route, json_response
+from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.errors import NotFound
-from fonds.records.schemas import load_enumerations
 
 
 def info(app: Services):
@@ -43,44 +42,57 @@ def schema(name: str, app: Services):
     return json_response(found)
 
 
-def enumerations():
-    listing = []
-    for number, (name, enum) in enumerate(sorted(load_enumerations().items()), start=1):
-        listing.append(
-            {
-                "jsonmodel_type": "enumeration",
-                "uri": f"/config/enumerations/{number}",
-                "name": name,
-                "default_value": enum["default"],
-                "editable": enum["editable"],
-                "values": enum["values"],
-                "readonly_values": enum["readonly"],
-                "enumeration_values": [
-                    {
-                        "jsonmodel_type": "enumeration_value",
-                        "value": value,
-                        "position": position,
-                        "suppressed": False,
-                        "readonly": value in enum["readonly"],
-                    }
-                    for position, value in enumerate(enum["values"])
-                ],
-            }
-        )
-    return json_response(listing)
-
-
 def docs_page():
     return HTMLResponse((resources.files("fonds.api") / "docs.html").read_text())
 
 
+INFO = {
+    "type": "object",
+    "required": ["name", "version", "archivesSpaceVersion", "databaseProductName", "databaseProductVersion"],
+    "properties": {
+        name: {"type": "string"} for name in ("name", "version", "archivesSpaceVersion", "databaseProductName", "databaseProductVersion")
+    },
+}
+TEXT = {"200": {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}}
+
+
 def register(router: APIRouter) -> None:
     tags = ["system"]
-    add_route(router, "/", info, methods=["GET"], permission=PUBLIC, summary="Service information", tags=tags)
-    add_route(router, "/version", version, methods=["GET"], permission=PUBLIC, summary="Version string", tags=tags)
-    add_route(router, "/schemas", schemas, methods=["GET"], permission=PUBLIC, summary="Every record schema", tags=tags)
-    add_route(router, "/schemas/{name}", schema, methods=["GET"], permission=PUBLIC, summary="One record schema", tags=tags)
-    add_route(router, "/config/enumerations", enumerations, methods=["GET"], permission=PUBLIC, summary="Controlled value lists", tags=tags)
+
+    def documented(schema: dict) -> dict:
+        return {"openapi_extra": {"responses": json_schema_response(schema)}}
+
+    add_route(router, "/", info, methods=["GET"], permission=PUBLIC, summary="Service information", tags=tags, **documented(INFO))
+    add_route(
+        router,
+        "/version",
+        version,
+        methods=["GET"],
+        permission=PUBLIC,
+        summary="Version string",
+        tags=tags,
+        openapi_extra={"responses": TEXT},
+    )
+    add_route(
+        router,
+        "/schemas",
+        schemas,
+        methods=["GET"],
+        permission=PUBLIC,
+        summary="Every record schema",
+        tags=tags,
+        **documented({"type": "object"}),
+    )
+    add_route(
+        router,
+        "/schemas/{name}",
+        schema,
+        methods=["GET"],
+        permission=PUBLIC,
+        summary="One record schema",
+        tags=tags,
+        **documented({"type": "object"}),
+    )
     add_route(
         router, "/docs", docs_page, methods=["GET"], permission=PUBLIC, summary="API documentation page", include_in_schema=False, tags=tags
     )

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from fonds.api.deps import LOGGED_IN, RawBody, Services, require, require_login, require_self_or
-from fonds.api.routing import add_route, json_response, record_body, record_response
+from fonds.api.routing import DELETE_RESULT, WRITE_RESULT, add_route, json_response, json_schema_response, record_body, record_response
 from fonds.api.sessions import parse_bool
 from fonds.auth import users
 from fonds.errors import missing_parameter
@@ -70,11 +70,24 @@ def read_repository_user(actor: Actor = require("manage_repository"), *, repo_id
     return json_response(users.read_user(app.records, id, only_repo=repo_id))
 
 
+PASSWORD_CHANGED = {
+    "responses": json_schema_response({"type": "object", "required": ["success"], "properties": {"success": {"type": "string"}}})
+}
+GROUPS_SET = {"responses": json_schema_response({"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}})}
+
+
 def register(router: APIRouter) -> None:
     tags = ["user"]
     one = {"responses": record_response("user")}
     routes = [
-        ("/users", create_user, "POST", MANAGE, "Create a user (password as a query parameter)", {**record_body("user")}),
+        (
+            "/users",
+            create_user,
+            "POST",
+            MANAGE,
+            "Create a user (password as a query parameter)",
+            {**record_body("user"), "responses": WRITE_RESULT},
+        ),
         ("/users/current-user", current_user, "GET", LOGGED_IN, "The logged-in user, with permissions", one),
         ("/users/{id}", read_user, "GET", MANAGE, "Read a user (yourself, or with manage_users)", one),
         (
@@ -83,13 +96,20 @@ def register(router: APIRouter) -> None:
             "POST",
             MANAGE,
             "Update a user (yourself, or with manage_users); optional new password",
-            record_body("user"),
+            {**record_body("user"), "responses": WRITE_RESULT},
         ),
-        ("/users/{id}", delete_user, "DELETE", MANAGE, "Delete a user (an administrator only with administer_system)", {}),
-        ("/users/{id}/password", change_password, "POST", LOGGED_IN, "Change your own password (ends your sessions)", {}),
+        (
+            "/users/{id}",
+            delete_user,
+            "DELETE",
+            MANAGE,
+            "Delete a user (an administrator only with administer_system)",
+            {"responses": DELETE_RESULT},
+        ),
+        ("/users/{id}/password", change_password, "POST", LOGGED_IN, "Change your own password (ends your sessions)", PASSWORD_CHANGED),
         ("/users/{id}/activate", activate, "GET", MANAGE, "Allow a user to log in again", one),
         ("/users/{id}/deactivate", deactivate, "GET", MANAGE, "Stop a user logging in (ends their sessions)", one),
-        ("/users/{id}/groups", set_groups, "POST", "manage_repository", "Set a user's groups in one repository", {}),
+        ("/users/{id}/groups", set_groups, "POST", "manage_repository", "Set a user's groups in one repository", GROUPS_SET),
         (
             "/repositories/{repo_id}/users/{id}",
             read_repository_user,

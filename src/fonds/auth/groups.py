@@ -12,6 +12,7 @@ from sqlalchemy import and_, delete, func, insert, select
 from fonds.auth import generation
 from fonds.auth.permissions import ADMINISTRATORS, GLOBAL_REPO_ID, Grants
 from fonds.errors import Conflict
+from fonds.storage.chunks import execute_in, select_in
 
 
 def _tables(conn):
@@ -60,8 +61,7 @@ def set_members(conn, group_id: int, user_ids: Iterable[int]) -> set[int]:
     leaving, joining = current - wanted, wanted - current
     if leaving or joining:
         generation.bump(conn)
-    if leaving:
-        conn.execute(delete(members).where(members.c.group_id == group_id, members.c.user_id.in_(leaving)))
+    execute_in(conn, lambda chunk: delete(members).where(members.c.group_id == group_id, members.c.user_id.in_(chunk)), sorted(leaving))
     if joining:
         conn.execute(insert(members), [{"group_id": group_id, "user_id": user_id} for user_id in sorted(joining)])
     return leaving | joining
@@ -77,36 +77,41 @@ def remove_member(conn, group_id: int, user_id: int) -> bool:
 
 def forget_groups(conn, group_ids: list[int]) -> None:
     _, members, permissions, _ = _tables(conn)
-    conn.execute(delete(members).where(members.c.group_id.in_(group_ids)))
-    conn.execute(delete(permissions).where(permissions.c.group_id.in_(group_ids)))
+    execute_in(conn, lambda chunk: delete(members).where(members.c.group_id.in_(chunk)), group_ids)
+    execute_in(conn, lambda chunk: delete(permissions).where(permissions.c.group_id.in_(chunk)), group_ids)
     generation.bump(conn)
 
 
 def forget_users(conn, user_ids: list[int]) -> set[int]:
     """Drop the users' memberships; returns the groups that lost a member."""
     members = _tables(conn)[1]
-    affected = set(conn.execute(select(members.c.group_id).where(members.c.user_id.in_(user_ids))).scalars())
-    conn.execute(delete(members).where(members.c.user_id.in_(user_ids)))
+    affected = {
+        row.group_id for row in select_in(conn, lambda chunk: select(members.c.group_id).where(members.c.user_id.in_(chunk)), user_ids)
+    }
+    execute_in(conn, lambda chunk: delete(members).where(members.c.user_id.in_(chunk)), user_ids)
     generation.bump(conn)
     return affected
 
 
 def user_ids_by_username(conn, usernames: Iterable[str]) -> dict[str, int]:
     users = _tables(conn)[3]
-    names = sorted(set(usernames))
-    if not names:
-        return {}
-    return dict(conn.execute(select(users.c.username, users.c.id).where(users.c.username.in_(names))).all())
+    return dict(
+        select_in(conn, lambda chunk: select(users.c.username, users.c.id).where(users.c.username.in_(chunk)), sorted(set(usernames)))
+    )
 
 
 def member_usernames(conn, group_ids: list[int]) -> dict[int, list[str]]:
     _, members, _, users = _tables(conn)
     found: dict[int, list[str]] = defaultdict(list)
-    rows = conn.execute(
-        select(members.c.group_id, users.c.username)
-        .join(users, users.c.id == members.c.user_id)
-        .where(members.c.group_id.in_(group_ids))
-        .order_by(users.c.username)
+    rows = select_in(
+        conn,
+        lambda chunk: (
+            select(members.c.group_id, users.c.username)
+            .join(users, users.c.id == members.c.user_id)
+            .where(members.c.group_id.in_(chunk))
+            .order_by(users.c.username)
+        ),
+        sorted(set(group_ids)),
     )
     for row in rows:
         found[row.group_id].append(row.username)
@@ -116,15 +121,17 @@ def member_usernames(conn, group_ids: list[int]) -> dict[int, list[str]]:
 def memberships(conn, user_ids: list[int], repo_id: int | None = None) -> dict[int, list[tuple[int, int]]]:
     """user id -> [(group id, group's repository id)], optionally only groups of one repository."""
     groups, members, _, _ = _tables(conn)
-    where = [members.c.user_id.in_(user_ids)]
-    if repo_id is not None:
-        where.append(groups.c.repo_id == repo_id)
+    scope = [groups.c.repo_id == repo_id] if repo_id is not None else []
     found: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    rows = conn.execute(
-        select(members.c.user_id, groups.c.id, groups.c.repo_id)
-        .join(groups, groups.c.id == members.c.group_id)
-        .where(*where)
-        .order_by(groups.c.id)
+    rows = select_in(
+        conn,
+        lambda chunk: (
+            select(members.c.user_id, groups.c.id, groups.c.repo_id)
+            .join(groups, groups.c.id == members.c.group_id)
+            .where(members.c.user_id.in_(chunk), *scope)
+            .order_by(groups.c.id)
+        ),
+        sorted(set(user_ids)),
     )
     for row in rows:
         found[row.user_id].append((row.id, row.repo_id))

@@ -13,22 +13,24 @@ from fonds.errors import LoginFailed
 
 def login(records, *, username: str, password: str, expiring: bool, address: str | None) -> dict:
     db, settings = records.db, records.settings
-    keys = [throttle.user_key(username), *filter(None, [throttle.address_key(address)])]
-    throttle.check(db, keys)
+    user_key, address_key = throttle.user_key(username), throttle.address_key(address)
+    keys = [user_key, *filter(None, [address_key])]
+    throttle.reserve(db, settings, keys)
     users = db.tables["user"]
     with db.read() as conn:
         user = conn.execute(select(users.c.id, users.c.password_hash, users.c.is_active).where(users.c.username == username)).one_or_none()
     # Verify even for unknown users so both failures take the same time.
     valid = verify_password(user.password_hash if user else None, password)
     if user is None or not valid or not user.is_active:
-        throttle.record_failure(db, settings, keys)
-        raise LoginFailed()
+        raise LoginFailed()  # already counted by `reserve`
     # Computed before the write transaction: SQLite writers queue, and hashing takes a while.
     new_hash = hash_password(password) if needs_rehash(user.password_hash) else None
     with db.write() as conn:
         if new_hash is not None:
             conn.execute(update(users).where(users.c.id == user.id).values(password_hash=new_hash))
-        throttle.record_success(conn, throttle.user_key(username))
+        throttle.record_success(conn, user_key)
+        if address_key:
+            throttle.refund(conn, settings, address_key)
         # Logins are rare next to requests: a good moment to drop sessions nobody can use any more.
         purge_expired(conn, settings)
         token = open_session(conn, db.tables, user_id=user.id, expiring=expiring)

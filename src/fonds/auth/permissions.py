@@ -49,6 +49,12 @@ PERMISSIONS = (
         "The ability to create and modify vocabulary records",
         implied_by=("manage_vocabulary_record",),
     ),
+    Permission(
+        "update_enumeration_record",
+        "global",
+        "The ability to manage controlled vocabulary lists",
+        implied_by=("manage_enumeration_record",),
+    ),
     Permission("manage_repository", "repository", "The ability to manage a given repository"),
     Permission("view_repository", "repository", "The ability to view a given repository"),
     Permission("update_accession_record", "repository", "The ability to create and modify accessions records"),
@@ -58,6 +64,7 @@ PERMISSIONS = (
     Permission("manage_subject_record", "repository", "The ability to create, modify and delete a subject record"),
     Permission("manage_location_profile_record", "repository", "The ability to create, modify and delete a location profile record"),
     Permission("manage_vocabulary_record", "repository", "The ability to create, modify and delete a vocabulary record"),
+    Permission("manage_enumeration_record", "repository", "The ability to create, modify and delete a controlled vocabulary list record"),
     Permission("delete_archival_record", "repository", "The ability to delete any archival record"),
     Permission("suppress_archival_record", "repository", "The ability to suppress the major archival record types"),
 )
@@ -67,7 +74,7 @@ REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "reposito
 GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
 
 _BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
-_AUTHORITIES = ("manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record")
+_AUTHORITIES = ("manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record", "manage_enumeration_record")
 _CATALOGUING = (*_BASIC, "manage_container_record", *_AUTHORITIES)
 _DELETING = ("delete_archival_record", "suppress_archival_record")
 

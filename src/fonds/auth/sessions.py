@@ -18,6 +18,7 @@ from fonds.auth.permissions import Grants
 from fonds.config import Settings
 from fonds.errors import SessionGone
 from fonds.storage import records as store
+from fonds.storage.chunks import execute_in
 from fonds.storage.db import Database
 
 # Activity is written at most this often per session, not on every request.
@@ -113,9 +114,12 @@ def resolve_session(db: Database, settings: Settings, cache: SessionCache, token
         raise SessionGone("SESSION_EXPIRED", "Session timed out")
     last_used = row.last_used_at
     if idle > TOUCH_INTERVAL:
-        with db.write() as conn:
-            conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
-        last_used = now
+        # Skipped while a long write (deleting a 100,000-component resource) holds SQLite's lock:
+        # a read must not wait for it, and the next request touches the session instead.
+        with db.write_if_free() as conn:
+            if conn is not None:
+                conn.execute(update(sessions).where(sessions.c.id == row.id).values(last_used_at=now))
+                last_used = now
     user = SessionUser(row.id, row.user_id, row.username, grants)
     cache.put(key, _Cached(user, current, row.expiring, last_used, time.monotonic()))
     return user
@@ -150,7 +154,7 @@ def end_session(db: Database, token: str) -> bool:
 def end_sessions_of(conn, user_ids: list[int]) -> None:
     """Log the users out everywhere (password changed, deactivated, deleted)."""
     sessions = conn.info["fonds_tables"]["session"]
-    conn.execute(delete(sessions).where(sessions.c.user_id.in_(user_ids)))
+    execute_in(conn, lambda chunk: delete(sessions).where(sessions.c.user_id.in_(chunk)), user_ids)
     generation.bump(conn)
 
 

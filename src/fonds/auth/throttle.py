@@ -6,6 +6,12 @@ configured maximum); a locked key is refused with 429 and `Retry-After` before t
 even checked, so guessing stops paying. A successful login clears its username's counter. An
 address's counter is not cleared by a success (one valid account must not buy unlimited
 guesses at others); it is forgotten after a quiet period instead.
+
+Every attempt is counted as a failure *before* its password is checked, in one transaction per
+attempt that both reads and moves the counter (an UPSERT holding the row's lock on PostgreSQL,
+the single writer on SQLite). So concurrent guesses cannot all pass a check made before any of
+them was counted: of N at once, at most the allowance reach the password check. A login that
+then succeeds takes its reservation back.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import datetime
 import math
 
-from sqlalchemy import case, delete, select, update
+from sqlalchemy import case, delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from fonds.config import Settings
@@ -40,18 +46,8 @@ def _allowance(key: str, settings: Settings) -> int:
     return settings.login_failures_per_user if key.startswith("user:") else settings.login_failures_per_address
 
 
-def check(db, keys: list[str]) -> None:
-    """429 if any key is locked now."""
-    table = db.tables["login_throttle"]
-    now = _now()
-    with db.read() as conn:
-        locked = conn.execute(select(table.c.locked_until).where(table.c.key.in_(keys), table.c.locked_until > now)).scalars().all()
-    if locked:
-        wait = math.ceil((max(locked) - now).total_seconds())
-        raise TooManyRequests("Too many failed logins; try again later", retry_after=max(1, wait))
-
-
 def _upsert(db, conn, key: str, now):
+    """Count one more failure for `key` (from 1 again after a quiet period); returns (failures, locked_until)."""
     table = db.tables["login_throttle"]
     insert = postgresql.insert if db.kind == "postgresql" else sqlite.insert
     fresh = table.c.last_failure_at < now - QUIET_PERIOD
@@ -60,19 +56,36 @@ def _upsert(db, conn, key: str, now):
         index_elements=[table.c.key],
         set_={"failures": case((fresh, 1), else_=table.c.failures + 1), "last_failure_at": now},
     )
-    return conn.execute(statement.returning(table.c.failures)).scalar_one()
+    return conn.execute(statement.returning(table.c.failures, table.c.locked_until)).one()
 
 
-def record_failure(db, settings: Settings, keys: list[str]) -> None:
+def reserve(db, settings: Settings, keys: list[str]) -> None:
+    """Count this attempt against every key before its password is checked; 429 (counting
+    nothing) if a key is locked. The attempt that reaches a key's allowance locks it for the next."""
     table = db.tables["login_throttle"]
     now = _now()
     with db.write() as conn:
         for key in keys:
-            failures = _upsert(db, conn, key, now)
+            failures, locked_until = _upsert(db, conn, key, now)
+            if locked_until is not None and locked_until > now:
+                # Raised inside the transaction: it rolls back, so a refused attempt is not counted.
+                wait = math.ceil((locked_until - now).total_seconds())
+                raise TooManyRequests("Too many failed logins; try again later", retry_after=max(1, wait))
             excess = failures - _allowance(key, settings)
             if excess >= 0:
                 seconds = min(2 ** min(excess + 1, 30), settings.login_lockout_max_seconds)
                 conn.execute(update(table).where(table.c.key == key).values(locked_until=now + datetime.timedelta(seconds=seconds)))
+
+
+def refund(conn, settings: Settings, key: str) -> None:
+    """Take back the failure a successful login reserved (and the lock it set, if it set one)."""
+    table = conn.info["fonds_tables"]["login_throttle"]
+    remaining = table.c.failures - 1
+    conn.execute(
+        update(table)
+        .where(table.c.key == key, table.c.failures > 0)
+        .values(failures=remaining, locked_until=case((remaining < _allowance(key, settings), None), else_=table.c.locked_until))
+    )
 
 
 def record_success(conn, username_key: str) -> None:

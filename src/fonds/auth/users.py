@@ -17,7 +17,6 @@ from fonds.auth.types import normal_username
 from fonds.errors import Conflict, Denied, Invalid, NotFound, missing_parameter
 from fonds.records.rewrite import rewrite_records
 from fonds.records.service import Actor, RecordService
-from fonds.records.types.repositories import GLOBAL_REPO_CODE
 from fonds.storage import records as store
 
 # argon2 copes with any length, but a megabyte "password" is only ever an attack on CPU time.
@@ -198,7 +197,7 @@ def user_document(conn, records: RecordService, user_id: int, *, only_repo: int 
 
 def permissions_of(conn, user_id: int) -> dict[str, list[str]]:
     repos = conn.info["fonds_tables"]["repository"]
-    repo_ids = conn.execute(select(repos.c.id).where(repos.c.repo_code != GLOBAL_REPO_CODE).order_by(repos.c.id)).scalars().all()
+    repo_ids = conn.execute(select(repos.c.id).where(repos.c.id != GLOBAL_REPO_ID).order_by(repos.c.id)).scalars().all()
     return permissions_by_repository(groups.grants_for(conn, user_id), repo_ids)
 
 

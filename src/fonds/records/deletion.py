@@ -10,14 +10,16 @@ from sqlalchemy import select
 
 from fonds.errors import Conflict
 from fonds.records.rewrite import rewrite_records
+from fonds.storage import change_log
 from fonds.storage import records as store
 
 Key = tuple[str, int]
 
 
-def _cascade(conn, registry, start: Key) -> set[Key]:
+def _cascade(conn, registry, start: Key) -> tuple[set[Key], list]:
+    """Everything deleted with `start`, and every link pointing at any of it (read once, here)."""
     tables = conn.info["fonds_tables"]
-    doomed, frontier = {start}, [start]
+    doomed, frontier, links = {start}, [start], []
     while frontier:
         found: list[Key] = []
         for name, record_id in frontier:
@@ -26,12 +28,14 @@ def _cascade(conn, registry, start: Key) -> set[Key]:
                     if other.repo_scoped:
                         table = tables[other.name]
                         found += [(other.name, i) for i in conn.execute(select(table.c.id).where(table.c.repo_id == record_id)).scalars()]
-        for link in store.links_to(conn, tables, frontier):
+        level = store.links_to(conn, tables, frontier)
+        links += level
+        for link in level:
             if registry[link.source_type].rule_for(link.field).on_target_delete == "cascade":
                 found.append((link.source_type, link.source_id))
         frontier = [key for key in dict.fromkeys(found) if key not in doomed]
         doomed.update(frontier)
-    return doomed
+    return doomed, links
 
 
 def _remove_paths(doc: dict, paths: list[str]) -> None:
@@ -63,9 +67,9 @@ def _unlink_path(rule, path: str) -> str:
 
 def delete_record(conn, registry, record_type, row, *, now, username: str, find_links) -> None:
     tables = conn.info["fonds_tables"]
-    doomed = _cascade(conn, registry, (record_type.name, row.id))
+    doomed, links = _cascade(conn, registry, (record_type.name, row.id))
     unlink: dict[Key, list[str]] = defaultdict(list)
-    for link in store.links_to(conn, tables, doomed):
+    for link in links:
         source = (link.source_type, link.source_id)
         if source in doomed:
             continue
@@ -79,13 +83,22 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
     for name, record_id in doomed:
         by_type[name].append(record_id)
     for name, ids in by_type.items():
-        rows = store.fetch_many(conn, tables[name], ids)
-        registry[name].hooks.on_delete(conn, rows, doomed)
-        for doomed_row in rows:
-            uri = registry[name].uri(doomed_row.id, doomed_row.repo_id)
-            store.record_change(
-                conn, tables, record_type=name, record_id=doomed_row.id, repo_id=doomed_row.repo_id, uri=uri, op="deleted", now=now
-            )
+        doomed_type = registry[name]
+        for chunk in store.chunks(sorted(ids)):
+            rows = store.fetch_many(conn, tables[name], chunk)
+            doomed_type.hooks.on_delete(conn, rows, doomed)
+            changes = [
+                {
+                    "record_type": name,
+                    "record_id": r.id,
+                    "repo_id": r.repo_id,
+                    "uri": doomed_type.uri(r.id, r.repo_id),
+                    "op": "deleted",
+                    "at": now,
+                }
+                for r in rows
+            ]
+            change_log.append(conn, changes)
         store.delete_rows(conn, tables, name, ids)
 
 

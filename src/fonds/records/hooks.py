@@ -66,6 +66,10 @@ class Hooks:
     def can_delete(self, row) -> bool:
         return True
 
+    def hidden(self, row) -> bool:
+        """A record the system keeps for itself: not readable, changeable or deletable over HTTP."""
+        return False
+
     def check(self, doc: dict) -> FieldErrors:
         """Rules a JSON Schema cannot express; returns field errors."""
         return {}

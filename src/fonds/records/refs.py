@@ -11,9 +11,15 @@ from sqlalchemy import select
 
 from fonds.errors import BadRequest
 from fonds.records.registry import Registry
+from fonds.storage.chunks import select_in
 
 _INDEX = re.compile(r"(^|/)\d+(?=/|$)")
 Link = tuple[str, str, str, int]
+# More refs than any real record holds (a resource with thousands of subjects is already rare);
+# past it a write is refused rather than left to the database's limits.
+MAX_REFS = 10_000
+# `resolve[]=a::b::c`: ArchivesSpace clients nest two or three levels; each level is a query.
+MAX_RESOLVE_DEPTH = 5
 
 
 def field_pattern(path: str) -> str:
@@ -22,6 +28,7 @@ def field_pattern(path: str) -> str:
 
 def check_refs(conn, registry: Registry, refs: list[tuple[str, str]], *, repo_id: int | None) -> list[Link]:
     """Refuse refs to records that do not exist or live in another repository; return the links."""
+    _check_ref_count(refs)
     tables = conn.info["fonds_tables"]
     wanted: dict[str, set[int]] = defaultdict(set)
     parsed = []
@@ -36,7 +43,9 @@ def check_refs(conn, registry: Registry, refs: list[tuple[str, str]], *, repo_id
     existing: dict[str, dict[int, int | None]] = {}
     for name, ids in wanted.items():
         table = tables[name]
-        existing[name] = dict(conn.execute(select(table.c.id, table.c.repo_id).where(table.c.id.in_(ids))).all())
+        existing[name] = dict(
+            select_in(conn, lambda chunk, table=table: select(table.c.id, table.c.repo_id).where(table.c.id.in_(chunk)), sorted(ids))
+        )
     links: list[Link] = []
     for path, uri, target in parsed:
         rows = existing[target.record_type.name]
@@ -49,12 +58,24 @@ def check_refs(conn, registry: Registry, refs: list[tuple[str, str]], *, repo_id
     return links
 
 
+def _check_ref_count(refs: list[tuple[str, str]]) -> None:
+    if len(refs) > MAX_REFS:
+        counts = defaultdict(int)
+        for path, _ in refs:
+            counts[field_pattern(path).split("/")[0]] += 1
+        field = max(counts, key=counts.get)
+        raise BadRequest({field: [f"Too many references in one record: {len(refs)} (the limit is {MAX_REFS})"]})
+
+
 def parse_resolve(keys: list[str]) -> dict[str, dict]:
     """`["subjects", "top_container::container_locations"]` -> nested dict of keys to resolve."""
     tree: dict[str, dict] = {}
     for key in keys:
+        parts = key.split("::")
+        if len(parts) > MAX_RESOLVE_DEPTH:
+            raise BadRequest({"resolve[]": [f"Nested {len(parts)} levels deep (the limit is {MAX_RESOLVE_DEPTH})"]})
         node = tree
-        for part in key.split("::"):
+        for part in parts:
             if part:
                 node = node.setdefault(part, {})
     return tree
@@ -90,7 +111,8 @@ def attach_resolved(conn, registry: Registry, render, docs: list[dict], wanted: 
     tables = conn.info["fonds_tables"]
     for name, ids in by_type.items():
         record_type = registry[name]
-        rows = conn.execute(select(tables[name]).where(tables[name].c.id.in_(ids))).all()
+        table = tables[name]
+        rows = select_in(conn, lambda chunk, table=table: select(table).where(table.c.id.in_(chunk)), sorted(ids))
         for row, body in zip(rows, render(conn, record_type, rows)):
             loaded[record_type.uri(row.id, row.repo_id)] = orjson.loads(body)
     nested: dict[int, tuple[dict, dict]] = {}

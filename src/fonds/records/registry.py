@@ -14,6 +14,7 @@ from typing import Literal
 from sqlalchemy import Integer, String
 
 from fonds.records import hooks
+from fonds.records.search_spec import SearchSpec
 from fonds.storage.tables import ColumnSpec, TableSpec, build_metadata
 
 ACTIONS = ("list", "create", "read", "update", "delete")
@@ -72,6 +73,28 @@ class RequiredOneOf:
 
 
 @dataclass(frozen=True)
+class TreeSpec:
+    """A hierarchy two record types form: `root` records (a resource) hold ordered trees of `node`
+    records (archival objects). Each node's JSON refs its root under the field named after the
+    root type and its parent node under `parent`; its table keeps `<root>_id`, `parent_id` and
+    `position` (physical, gapped: see records/trees/positions.py). Both types declare the same
+    spec, and every tree route, read and move is written once against it."""
+
+    root: str
+    node: str
+    # The jsonmodel_type of a batch of new children (`POST …/children`).
+    children_type: str
+
+    @property
+    def root_field(self) -> str:
+        return self.root
+
+    @property
+    def root_column(self) -> str:
+        return f"{self.root}_id"
+
+
+@dataclass(frozen=True)
 class RecordType:
     name: str
     path: str
@@ -90,6 +113,12 @@ class RecordType:
     allowed_in_global_repository: bool = False
     # ArchivesSpace's 404 message where it is not "<Model> not found".
     missing_message: str = ""
+    # The hierarchy this type is the root or a node of.
+    tree: TreeSpec | None = None
+    # What its search document holds; None: not searchable.
+    search: SearchSpec | None = None
+    # `POST <record>/suppressed` hides it from users who may not see suppressed records.
+    suppressible: bool = False
 
     @property
     def repo_scoped(self) -> bool:
@@ -131,12 +160,16 @@ class ParsedUri:
     repo_id: int | None
 
 
+ID = r"[1-9][0-9]*"
+
+
 class Registry:
     def __init__(self, types: list[RecordType]):
         self.types = {t.name: t for t in types}
         self._uri_patterns = [
             (
-                re.compile(rf"^/repositories/(\d+)/{re.escape(t.path)}/(\d+)$" if t.repo_scoped else rf"^/{re.escape(t.path)}/(\d+)$"),
+                # Ids are canonical (`/subjects/01` is not a URI): a ref is stored as written and must resolve.
+                re.compile(rf"^/repositories/({ID})/{re.escape(t.path)}/({ID})$" if t.repo_scoped else rf"^/{re.escape(t.path)}/({ID})$"),
                 t,
             )
             for t in types
@@ -163,6 +196,9 @@ class Registry:
 
     def table_specs(self) -> list[TableSpec]:
         return [t.table_spec() for t in self]
+
+    def trees(self) -> list[TreeSpec]:
+        return list(dict.fromkeys(t.tree for t in self if t.tree is not None))
 
     def metadata(self):
         """The tables of every registered type plus the shared ones (change log, links, sessions)."""

@@ -11,13 +11,9 @@ from collections.abc import Callable, Iterable
 import orjson
 from sqlalchemy import bindparam, update
 
+from fonds.storage import change_log
 from fonds.storage import records as store
-
-BATCH = 500
-
-
-def batches(items: list) -> list[list]:
-    return [items[start : start + BATCH] for start in range(0, len(items), BATCH)]
+from fonds.storage.chunks import chunked
 
 
 def rewrite_records(
@@ -45,7 +41,7 @@ def rewrite_records(
         .values(json=bindparam("b_json"), lock_version=bindparam("b_lock_version"), **values)
     )
     rewritten = []
-    for chunk in batches(sorted(set(ids))):
+    for chunk in chunked(sorted(set(ids))):
         params, changes = [], []
         for row in store.fetch_many(conn, table, chunk):
             doc = orjson.loads(row.json)
@@ -60,5 +56,5 @@ def rewrite_records(
             rewritten.append(doc)
         if params:
             conn.execute(statement, params)
-        store.record_changes(conn, tables, changes)
+        change_log.append(conn, changes)
     return rewritten

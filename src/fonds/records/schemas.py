@@ -18,7 +18,7 @@ from referencing.jsonschema import DRAFT202012
 
 ENVELOPE_PROPERTIES = {
     "uri": {"type": "string", "readOnly": True},
-    "lock_version": {"type": ["integer", "string"]},
+    "lock_version": {"type": "integer"},
     "created": {"type": "string", "readOnly": True},
     "modified": {"type": "string", "readOnly": True},
     "create_time": {"type": "string", "readOnly": True},
@@ -80,9 +80,3 @@ def load_schema_files() -> dict[str, dict]:
             schema = json.loads(entry.read_text())
             schemas[schema["$id"]] = schema
     return schemas
-
-
-@functools.cache
-def load_enumerations() -> dict[str, dict]:
-    data = json.loads((resources.files("fonds.records") / "enumerations.json").read_text())
-    return data["enumerations"]

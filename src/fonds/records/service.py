@@ -13,12 +13,17 @@ from sqlalchemy import func, select
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
 from fonds.records import deletion, refs
+from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
+from fonds.records.trees import node_fields
 from fonds.records.types.repositories import GLOBAL_REPO_ID
-from fonds.records.validation import RecordValidator, find_refs
+from fonds.records.validation import RecordValidator, check_structure, find_refs
+from fonds.records.value_lists import ListCache
+from fonds.storage import change_log
 from fonds.storage import records as store
+from fonds.storage.chunks import select_in
 from fonds.storage.db import Database
 
 MISSING_WARNING = "Property was missing"
@@ -48,6 +53,7 @@ def parse_body(body: bytes) -> dict:
         raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
     if not isinstance(doc, dict):
         raise BadRequest(f"Had some trouble parsing your request: expected a JSON object, got {type(doc).__name__}")
+    check_structure(doc)
     return doc
 
 
@@ -62,30 +68,20 @@ def splice(body: bytes, extra: dict | None) -> bytes:
 class TreeQueries:
     """Archival-object lookups mixed into the service (kept apart to keep the CRUD core short)."""
 
-    def tree_children(self, *, repo_id: int, record_id: int, resolve: list[str]) -> bytes:
-        record_type = self.registry["archival_object"]
-        with self.db.read() as conn:
-            table = conn.info["fonds_tables"][record_type.name]
-            if store.fetch(conn, table, record_id, repo_id=repo_id) is None:
-                self._check_repository(conn, record_type, repo_id, writing=False)
-                raise NotFound(record_type.not_found())
-            rows = conn.execute(select(table).where(table.c.parent_id == record_id).order_by(table.c.position)).all()
-            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
-        return b"[" + b",".join(bodies) + b"]"
-
     def find_archival_objects(self, *, repo_id: int, ref_ids: list[str], component_ids: list[str], resolve: list[str]) -> bytes:
         record_type = self.registry["archival_object"]
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table = conn.info["fonds_tables"][record_type.name]
             if not ref_ids and not component_ids:
                 return b'{"archival_objects":[]}'
-            where = [table.c.repo_id == repo_id]
-            if ref_ids:
-                where.append(table.c.ref_id.in_(ref_ids))
-            if component_ids:
-                where.append(table.c.component_id.in_(component_ids))
-            ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
+            # Select by one list in chunks and filter by the other: both must match, as one query would.
+            column, values = (table.c.ref_id, ref_ids) if ref_ids else (table.c.component_id, component_ids)
+            rows = select_in(
+                conn, lambda chunk: select(table.c.id, table.c.component_id).where(table.c.repo_id == repo_id, column.in_(chunk)), values
+            )
+            wanted_components = set(component_ids) if ref_ids and component_ids else None
+            ids = sorted(row.id for row in rows if wanted_components is None or row.component_id in wanted_components)
             doc = {"archival_objects": [{"ref": record_type.uri(i, repo_id)} for i in ids]}
             wanted = refs.parse_resolve(resolve)
             if wanted:
@@ -97,12 +93,16 @@ class RecordService(TreeQueries):
     def __init__(self, db: Database, registry: Registry, settings: Settings):
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
-        self.validator = RecordValidator(self.schemas, registry.uri_type)
+        self.value_lists = ListCache(db)
+        self.list_usage = ListUsage(self.schemas, registry)
+        self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
 
     # -- writing ---------------------------------------------------------------------------
 
     def prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
-        doc = parse_body(body)
+        return self.prepare_doc(record_type, parse_body(body), creating=creating)
+
+    def prepare_doc(self, record_type: RecordType, doc: dict, *, creating: bool) -> tuple[dict, dict, object]:
         given = doc.get("jsonmodel_type")
         if given in (None, "") and creating:
             raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
@@ -131,7 +131,7 @@ class RecordService(TreeQueries):
                 found.append((refs.field_pattern(path), path, target.record_type.name, target.record_id))
         return found
 
-    def _check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool) -> None:
+    def check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool = False) -> None:
         if not record_type.repo_scoped:
             return
         table = conn.info["fonds_tables"]["repository"]
@@ -139,6 +139,12 @@ class RecordService(TreeQueries):
             raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
         if writing and repo_id == GLOBAL_REPO_ID and not record_type.allowed_in_global_repository:
             raise BadRequest("The global repository cannot contain archival records")
+
+    def check_repository_exists(self, repo_id: int) -> None:
+        with self.db.read() as conn:
+            table = conn.info["fonds_tables"]["repository"]
+            if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
+                raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
 
     def _check_unique(self, conn, record_type: RecordType, columns: dict, record_id: int) -> None:
         table = conn.info["fonds_tables"][record_type.name]
@@ -172,10 +178,9 @@ class RecordService(TreeQueries):
             conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
         ):
             raise Conflict("The record you tried to update has been modified since you fetched it.")
-        store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links)
-        store.record_change(
-            conn, tables, record_type=record_type.name, record_id=ctx.record_id, repo_id=ctx.repo_id, uri=ctx.uri, op=op, now=now
-        )
+        store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links, fresh=op == "created")
+        change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
+        change_log.append(conn, [change])
 
     def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
         doc, warnings, _ = self.prepare(record_type, body, creating=True)
@@ -183,12 +188,25 @@ class RecordService(TreeQueries):
             return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor, options=options)
 
     def create_in(
-        self, conn, record_type: RecordType, doc: dict, warnings: dict, *, repo_id: int | None, actor: Actor, options: dict | None = None
+        self,
+        conn,
+        record_type: RecordType,
+        doc: dict,
+        warnings: dict,
+        *,
+        repo_id: int | None,
+        actor: Actor,
+        options: dict | None = None,
+        record_id: int | None = None,
+        repository_checked: bool = False,
     ) -> dict:
-        self._check_repository(conn, record_type, repo_id, writing=True)
+        """Create in the caller's transaction; `record_id` only for records the system keeps at a fixed
+        id; `repository_checked`: the caller (a batch) checked the repository in this transaction."""
+        if not repository_checked:
+            self.check_repository(conn, record_type, repo_id, writing=True)
         now = store.utcnow()
         table = conn.info["fonds_tables"][record_type.name]
-        record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username)
+        record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username, record_id=record_id)
         uri = record_type.uri(record_id, repo_id)
         links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
         ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, options=options or {}, actor=actor.username, now=now)
@@ -233,11 +251,13 @@ class RecordService(TreeQueries):
         actor: Actor,
         options: dict | None = None,
     ) -> dict:
-        self._check_repository(conn, record_type, repo_id, writing=False)
+        self.check_repository(conn, record_type, repo_id, writing=False)
         table = conn.info["fonds_tables"][record_type.name]
         row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
         if row is None:
             raise NotFound(record_type.not_found())
+        if record_type.hooks.hidden(row):
+            raise Conflict(f"{record_type.uri(record_id, repo_id)} is maintained by the system and cannot be changed")
         lock_version = _lock_version(given_lock)
         if lock_version != row.lock_version:
             raise Conflict("The record you tried to update has been modified since you fetched it.")
@@ -288,7 +308,7 @@ class RecordService(TreeQueries):
             return self.delete_in(conn, record_type, record_id, repo_id=repo_id, actor=actor)
 
     def delete_in(self, conn, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
-        self._check_repository(conn, record_type, repo_id, writing=False)
+        self.check_repository(conn, record_type, repo_id, writing=False)
         table = conn.info["fonds_tables"][record_type.name]
         row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
         if row is None:
@@ -304,11 +324,15 @@ class RecordService(TreeQueries):
 
     def render(self, conn, record_type: RecordType, rows) -> list[bytes]:
         extras = record_type.hooks.read_extras(conn, rows) if rows else None
+        tree = record_type.tree
+        if rows and tree is not None and tree.node == record_type.name:
+            # A node's position and ancestors are computed at read time.
+            extras = node_fields.read_extras(conn, self.registry, tree, rows)
         if extras is None:
             return [row.json for row in rows]
         return [splice(row.json, extra) for row, extra in zip(rows, extras)]
 
-    def _with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
+    def with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
         wanted = refs.parse_resolve(resolve)
         if not wanted or not bodies:
             return bodies
@@ -320,10 +344,10 @@ class RecordService(TreeQueries):
         with self.db.read() as conn:
             table = conn.info["fonds_tables"][record_type.name]
             row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None)
-            if row is None:
-                self._check_repository(conn, record_type, repo_id, writing=False)
+            if row is None or record_type.hooks.hidden(row):
+                self.check_repository(conn, record_type, repo_id, writing=False)
                 raise NotFound(record_type.not_found())
-            return self._with_resolved(conn, self.render(conn, record_type, [row]), resolve)[0]
+            return self.with_resolved(conn, self.render(conn, record_type, [row]), resolve)[0]
 
     def _scope(self, conn, record_type: RecordType, repo_id: int | None):
         table = conn.info["fonds_tables"][record_type.name]
@@ -337,13 +361,13 @@ class RecordService(TreeQueries):
 
     def list_page(self, record_type: RecordType, *, repo_id: int | None, page: Page, resolve: list[str]) -> bytes:
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
             rows = conn.execute(
                 select(table).where(*where).order_by(table.c.id).limit(page.size).offset((page.number - 1) * page.size)
             ).all()
-            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+            bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
         last_page = max(1, -(-total // page.size))
         head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
         return head + b',"results":[' + b",".join(bodies) + b"]}"
@@ -359,29 +383,30 @@ class RecordService(TreeQueries):
     ) -> bytes:
         """Every record (or those in `ids`, or whose columns equal `matching`) as a plain JSON array."""
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
-            if ids is not None:
-                where.append(table.c.id.in_(ids))
             where += [table.c[column] == value for column, value in (matching or {}).items()]
-            rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
-            bodies = self._with_resolved(conn, self.render(conn, record_type, rows), resolve)
+            if ids is None:
+                rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
+            else:
+                rows = select_in(
+                    conn, lambda chunk: select(table).where(*where, table.c.id.in_(chunk)).order_by(table.c.id), sorted(set(ids))
+                )
+            bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
         return b"[" + b",".join(bodies) + b"]"
 
     def list_ids(self, record_type: RecordType, *, repo_id: int | None) -> bytes:
         with self.db.read() as conn:
-            self._check_repository(conn, record_type, repo_id, writing=False)
+            self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
             ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
         return orjson.dumps(ids)
 
 
 def _lock_version(given) -> int:
+    """The client's lock_version: an integer, exactly as the server sent it (not 1.5, "2" or true)."""
     if given is None or given == "":
         raise Conflict("You must provide a lock_version in your request")
-    if isinstance(given, bool):
-        raise Invalid({"lock_version": ["Must be an integer"]})
-    try:
-        return int(given)
-    except (TypeError, ValueError):
-        raise Invalid({"lock_version": [f"Must be an integer (you provided '{given}')"]}) from None
+    if isinstance(given, bool) or not isinstance(given, int):
+        raise Invalid({"lock_version": [f"Must be an integer (you provided '{given}')"]})
+    return given

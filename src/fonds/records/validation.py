@@ -12,9 +12,15 @@ from dataclasses import dataclass
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 from fonds.errors import FieldErrors, Invalid
-from fonds.records.schemas import ENVELOPE_PROPERTIES, SchemaSet, load_enumerations
+from fonds.records.schemas import ENVELOPE_PROPERTIES, SchemaSet
+from fonds.records.value_lists import ListCache
 
 MISSING = "Property is required but was missing"
+# Deeper than any record's subrecords nest (notes within notes reach about ten); the walks
+# below recurse once per level, so a limit keeps them far from Python's recursion limit.
+MAX_DEPTH = 64
+NUL = "\x00"
+ENUM_WARNING = "x-enum-warning"
 _DROP = object()
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object", type(None): "null"}
@@ -26,6 +32,26 @@ def _path(base: str, key) -> str:
 
 def _is_empty(value) -> bool:
     return value is None or value == "" or value == {}
+
+
+def check_structure(doc) -> None:
+    """Refuse, before any recursive walk, a document nested deeper than `MAX_DEPTH` or holding a
+    NUL character (PostgreSQL cannot store one; refused alike on every database)."""
+    stack = [(doc, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise Invalid({path: [f"Nested more than {MAX_DEPTH} levels deep"]})
+        if isinstance(node, str):
+            if NUL in node:
+                raise Invalid({path: ["Must not contain a NUL character"]})
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if NUL in key:
+                    raise Invalid({_path(path, key.replace(NUL, "\\u0000")): ["Must not contain a NUL character"]})
+                stack.append((value, _path(path, key), depth + 1))
+        elif isinstance(node, list):
+            stack.extend((value, _path(path, index), depth + 1) for index, value in enumerate(node))
 
 
 @dataclass
@@ -101,6 +127,8 @@ def _message(error: ValidationError) -> str:
         return f"Must be at least {expected} characters"
     if kind == "minItems":
         return f"At least {expected} item(s) is required"
+    if kind == "maxItems":
+        return f"At most {expected} item(s) are allowed (you provided {len(instance)})"
     if kind == "type":
         wanted = expected if isinstance(expected, str) else " or ".join(expected)
         return f"Must be a {wanted} (you provided a {_JSON_TYPE_NAMES.get(type(instance), 'value')})"
@@ -118,15 +146,22 @@ def _message(error: ValidationError) -> str:
 class RecordValidator:
     """Validates normalised records of every type against their schemas."""
 
-    def __init__(self, schemas: SchemaSet, uri_type: Callable[[str], str | None]):
+    def __init__(self, schemas: SchemaSet, uri_type: Callable[[str], str | None], value_lists: ListCache):
         self.schemas = schemas
         self.normaliser = Normaliser(schemas)
-        enumerations = load_enumerations()
+        self.value_lists = value_lists
 
         def x_enum(validator, enum_name, instance, schema):
-            values = enumerations[enum_name]["values"]
-            if isinstance(instance, str) and instance not in values:
-                yield ValidationError(f"Invalid value '{instance}'.  Must be one of: {', '.join(values)}", validator="x-enum-message")
+            # The lists as `errors` refreshed them (a value outside an editable list is a warning).
+            found = value_lists.snapshot.get(enum_name)
+            if not isinstance(instance, str) or found is None or instance in found.values:
+                return
+            if found.editable:
+                yield ValidationError(f"Value '{instance}' is not in the editable list {enum_name}", validator=ENUM_WARNING)
+            else:
+                yield ValidationError(
+                    f"Invalid value '{instance}'.  Must be one of: {', '.join(found.ordered)}", validator="x-enum-message"
+                )
 
         def x_ref(validator, allowed, instance, schema):
             uri = instance.get("ref") if isinstance(instance, dict) else instance
@@ -149,27 +184,32 @@ class RecordValidator:
             name: cls(schema, registry=schemas.registry, format_checker=checker) for name, schema in schemas.schemas.items()
         }
 
-    def errors(self, name: str, doc: dict) -> FieldErrors:
+    def errors(self, name: str, doc: dict, soft: FieldErrors | None = None) -> FieldErrors:
+        """Errors by path; what is only a warning unless validation is strict goes into `soft`."""
         found: FieldErrors = {}
+        self.value_lists.refresh()
         for error in self._validators[name].iter_errors(doc):
-            self._collect(error, "", found)
+            self._collect(error, "", found, {} if soft is None else soft)
         return found
 
-    def _collect(self, error: ValidationError, base: str, found: FieldErrors) -> None:
+    def _collect(self, error: ValidationError, base: str, found: FieldErrors, soft: FieldErrors) -> None:
         path = base
         for part in error.path:
             path = _path(path, part)
+        if error.validator == ENUM_WARNING:
+            soft.setdefault(path, []).append(error.message)
+            return
         if error.validator == "required":
             missing = re.match(r"^'(.+)' is a required property$", error.message)
             found.setdefault(_path(path, missing.group(1) if missing else "?"), []).append(MISSING)
             return
         if error.validator == "oneOf":
-            self._collect_one_of(error, path, found)
+            self._collect_one_of(error, path, found, soft)
             return
         message = error.message if error.validator in ("x-enum-message", "x-ref-message") else _message(error)
         found.setdefault(path, []).append(message)
 
-    def _collect_one_of(self, error: ValidationError, path: str, found: FieldErrors) -> None:
+    def _collect_one_of(self, error: ValidationError, path: str, found: FieldErrors, soft: FieldErrors) -> None:
         options = error.validator_value
         kind = error.instance.get("jsonmodel_type") if isinstance(error.instance, dict) else None
         names = self.schemas.branch_names(options)
@@ -181,13 +221,13 @@ class RecordValidator:
         index = names.index(kind)
         for sub in error.context or ():
             if sub.schema_path and sub.schema_path[0] == index:
-                self._collect(sub, path, found)
+                self._collect(sub, path, found, soft)
 
     def prepare(self, name: str, doc: dict, *, aspace_required: tuple[str, ...], one_of_groups, strict: bool) -> tuple[dict, FieldErrors]:
         """Normalise and validate a client's record; raise `Invalid` or return (record, warnings)."""
         cleaned, warnings = self.normaliser.record(self.schemas[name], doc)
-        errors = self.errors(name, cleaned)
         soft: FieldErrors = {}
+        errors = self.errors(name, cleaned, soft)
         for field in aspace_required:
             if _is_empty(cleaned.get(field)) or cleaned.get(field) == []:
                 soft.setdefault(field, []).append("Property was missing")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Connection, MetaData, create_engine, event
@@ -44,6 +44,12 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _start(conn: Connection, tables) -> None:
+    conn.info["fonds_tables"] = tables
+    # Row locks taken in this transaction (connection info outlives it: reset for each).
+    conn.info["fonds_locked"] = set()
+
+
 class Database:
     def __init__(self, url: str, metadata: MetaData):
         self.url = normalise_url(url)
@@ -61,17 +67,44 @@ class Database:
         self._write_lock = threading.Lock() if self.kind == "sqlite" else None
         self.tables = metadata.tables
         self._open_read = threading.local()
+        # Called after every committed write (the search indexer wakes up to apply the change).
+        self.after_write: list[Callable[[], None]] = []
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        with self._transaction() as conn:
+            yield conn
+        for listener in self.after_write:
+            listener()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
         if self._write_lock is None:
             with self.engine.connect() as conn, conn.begin():
-                conn.info["fonds_tables"] = self.tables
+                _start(conn, self.tables)
                 yield conn
             return
         with self._write_lock, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
-            conn.info["fonds_tables"] = self.tables
+            _start(conn, self.tables)
             yield conn
+
+    @contextmanager
+    def write_if_free(self) -> Iterator[Connection | None]:
+        """A write transaction, or None at once if another write of this process holds the SQLite
+        lock: for bookkeeping (a session's last use) that must not wait behind a long write."""
+        if self._write_lock is None:
+            with self.write() as conn:
+                yield conn
+            return
+        if not self._write_lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            with self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
+                _start(conn, self.tables)
+                yield conn
+        finally:
+            self._write_lock.release()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -82,7 +115,7 @@ class Database:
             yield current
             return
         with self.engine.connect() as conn, conn.begin():
-            conn.info["fonds_tables"] = self.tables
+            _start(conn, self.tables)
             self._open_read.conn = conn
             try:
                 yield conn

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
 
+from fonds.storage.chunks import execute_in, select_in
+
 
 def utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0, tzinfo=None)
@@ -17,11 +19,16 @@ def iso(moment: datetime.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def allocate(conn: Connection, table: Table, *, repo_id: int | None, now: datetime.datetime, username: str) -> int:
-    """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it)."""
-    return conn.execute(
+def allocate(
+    conn: Connection, table: Table, *, repo_id: int | None, now: datetime.datetime, username: str, record_id: int | None = None
+) -> int:
+    """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it), or to
+    take the fixed `record_id` of a record the system keeps (the global repository)."""
+    fixed = {} if record_id is None else {"id": record_id}
+    allocated = conn.execute(
         insert(table)
         .values(
+            **fixed,
             repo_id=repo_id,
             lock_version=0,
             json=b"{}",
@@ -33,6 +40,20 @@ def allocate(conn: Connection, table: Table, *, repo_id: int | None, now: dateti
         )
         .returning(table.c.id)
     ).scalar_one()
+    if record_id is not None and conn.dialect.name == "postgresql":
+        _advance_sequence(conn, table)
+    return allocated
+
+
+def _advance_sequence(conn: Connection, table: Table) -> None:
+    """After a row was inserted with an explicit id, move PostgreSQL's id sequence past it (never
+    back: ids of deleted records are not handed out again). SQLite's AUTOINCREMENT does this itself."""
+    conn.exec_driver_sql(
+        "SELECT setval(s, GREATEST(COALESCE(pg_sequence_last_value(s::regclass), 0), (SELECT max(id) FROM "
+        + conn.dialect.identifier_preparer.quote(table.name)
+        + "))) FROM pg_get_serial_sequence(%(name)s, 'id') AS s",
+        {"name": conn.dialect.identifier_preparer.quote(table.name)},
+    )
 
 
 def store(conn: Connection, table: Table, record_id: int, *, json: bytes, values: dict, expect_lock_version: int | None = None) -> bool:
@@ -52,11 +73,23 @@ def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None
     return conn.execute(statement).one_or_none()
 
 
-def fetch_many(conn: Connection, table: Table, ids: Iterable[int]) -> list[Row]:
-    ids = list(ids)
-    if not ids:
-        return []
-    return list(conn.execute(select(table).where(table.c.id.in_(ids)).order_by(table.c.id)))
+# Ids per IN list: far below PostgreSQL's 65,535 parameters per statement, big enough that a
+# 100,000-record cascade is a few dozen statements.
+CHUNK = 5000
+
+
+def chunks(items: list, size: int = CHUNK) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None) -> list[Row]:
+    """The rows with these ids (all columns, or only `columns`), by id, in bounded statements."""
+    found: list[Row] = []
+    selected = [table.c[name] for name in columns] if columns else [table]
+    for chunk in chunks(sorted(set(ids))):
+        found += conn.execute(select(*selected).where(table.c.id.in_(chunk)).order_by(table.c.id)).all()
+    return found
 
 
 def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: int) -> int | None:
@@ -67,22 +100,14 @@ def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: 
     return conn.execute(select(table.c.id).where(*where, table.c.id != exclude_id).limit(1)).scalar_one_or_none()
 
 
-def record_change(conn: Connection, tables, *, record_type: str, record_id: int, repo_id: int | None, uri: str, op: str, now) -> None:
-    record_changes(
-        conn, tables, [{"record_type": record_type, "record_id": record_id, "repo_id": repo_id, "uri": uri, "op": op, "at": now}]
-    )
-
-
-def record_changes(conn: Connection, tables, changes: list[dict]) -> None:
-    """Append change rows (record_type, record_id, repo_id, uri, op, at) in one statement."""
-    if changes:
-        conn.execute(insert(tables["change_log"]), changes)
-
-
-def replace_links(conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]]) -> None:
-    """Record the refs a record holds: (field pattern, concrete path, target type, target id)."""
+def replace_links(
+    conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]], fresh: bool = False
+) -> None:
+    """Record the refs a record holds: (field pattern, concrete path, target type, target id).
+    `fresh`: the record was just created, so it holds no links yet."""
     table = tables["record_link"]
-    conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
+    if not fresh:
+        conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
     if links:
         conn.execute(
             insert(table),
@@ -98,7 +123,11 @@ def retarget_links(
 ) -> None:
     """Point the `field` ref (a single, unindexed one: path == field) of many sources at one target, or drop it (None)."""
     table = tables["record_link"]
-    conn.execute(delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(source_ids)))
+    execute_in(
+        conn,
+        lambda chunk: delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(chunk)),
+        source_ids,
+    )
     if target_id is not None and source_ids:
         conn.execute(
             insert(table),
@@ -119,18 +148,11 @@ def retarget_links(
 def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:
     """Every link pointing at one of `targets` ((type, id) pairs)."""
     table = tables["record_link"]
-    targets = list(targets)
-    found: list[Row] = []
-    for start in range(0, len(targets), 500):
-        chunk = targets[start : start + 500]
-        found += conn.execute(select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(chunk))).all()
-    return found
+    return select_in(conn, lambda chunk: select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(chunk)), targets)
 
 
 def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
     table, links = tables[record_type], tables["record_link"]
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        conn.execute(delete(table).where(table.c.id.in_(chunk)))
-        conn.execute(delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)))
-        conn.execute(delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)))
+    execute_in(conn, lambda chunk: delete(table).where(table.c.id.in_(chunk)), ids)
+    execute_in(conn, lambda chunk: delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)), ids)
+    execute_in(conn, lambda chunk: delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)), ids)

@@ -9,6 +9,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -23,6 +24,7 @@ NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
     "pk": "pk_%(table_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
 }
 
 
@@ -137,4 +139,51 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("last_failure_at", DateTime, nullable=False, index=True),
         Column("locked_until", DateTime, nullable=True),
     )
+    _enumeration_tables(metadata)
     return metadata
+
+
+def _audit_columns() -> list[Column]:
+    return [
+        Column("lock_version", Integer, nullable=False, default=0),
+        Column("create_time", DateTime, nullable=False),
+        Column("system_mtime", DateTime, nullable=False),
+        Column("user_mtime", DateTime, nullable=False),
+        Column("created_by", String(255), nullable=True),
+        Column("last_modified_by", String(255), nullable=True),
+    ]
+
+
+def _enumeration_tables(metadata: MetaData) -> None:
+    """The controlled value lists (ArchivesSpace's enumerations), edited through /config/enumerations."""
+    Table(
+        "enumeration",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("name", String(255), nullable=False, unique=True),
+        Column("editable", Boolean, nullable=False),
+        Column("default_value_id", Integer, nullable=True),
+        *_audit_columns(),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "enumeration_value",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("enumeration_id", Integer, ForeignKey("enumeration.id"), nullable=False, index=True),
+        Column("value", String(255), nullable=False),
+        Column("position", Integer, nullable=False),
+        Column("suppressed", Boolean, nullable=False),
+        Column("readonly", Boolean, nullable=False),
+        *_audit_columns(),
+        UniqueConstraint("enumeration_id", "value"),
+        sqlite_autoincrement=True,
+    )
+    # One row whose number goes up with every change to any list: each worker compares it with
+    # the one its cached lists were read at. Its row lock also serialises changes to the lists.
+    Table(
+        "enumeration_generation",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("generation", Integer, nullable=False),
+    )

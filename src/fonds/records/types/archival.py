@@ -5,16 +5,32 @@ from __future__ import annotations
 import uuid
 
 import orjson
+from sqlalchemy import Boolean
 
 from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
-from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, id_column, text_column
+from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, TreeSpec, UniqueKey, id_column, text_column
+from fonds.records.search_spec import (
+    DESCRIBED,
+    FOUR_PART_ID,
+    IDENTIFIER,
+    LEVEL,
+    DocumentField,
+    SearchSpec,
+    ancestor_uris,
+    copied,
+    node_dependents,
+    ref_of,
+)
+from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
 IDENTIFIER_TAKEN = "That ID is already in use"
 # Deleting a top container deletes the instances that point at it (ArchivesSpace).
 INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
 ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
+# The resource's tree of archival objects: its routes, reads and moves are records/trees.
+ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children")
 
 
 def _identifier(doc: dict) -> str | None:
@@ -52,7 +68,7 @@ class ResourceHooks(Hooks):
 
     def derive(self, ctx, doc):
         doc["tree"] = {"ref": f"{ctx.uri}/tree"}
-        ctx.columns.update(identifier=_identifier(doc), ead_id=doc.get("ead_id"), level=doc.get("level"))
+        ctx.columns.update(identifier=_identifier(doc), ead_id=doc.get("ead_id"), level=doc.get("level"), publish=bool(doc.get("publish")))
 
 
 def _date_label(date: dict) -> str:
@@ -73,7 +89,7 @@ def archival_object_display_string(doc: dict) -> str:
 
 class ArchivalObjectHooks(Hooks):
     def derive(self, ctx, doc):
-        from fonds.records import tree
+        from fonds.records.trees import placement
 
         if ctx.existing is not None:
             if doc.get("ref_id") != ctx.existing.ref_id:
@@ -83,18 +99,57 @@ class ArchivalObjectHooks(Hooks):
             doc["ref_id"] = uuid.uuid4().hex
             ctx.stale = True
         doc["display_string"] = archival_object_display_string(doc)
-        tree.place(ctx, doc)
-        ctx.columns.update(ref_id=doc["ref_id"], component_id=doc.get("component_id"), level=doc.get("level"))
+        placement.place(ctx, doc)
+        ctx.columns.update(
+            ref_id=doc["ref_id"],
+            component_id=doc.get("component_id"),
+            level=doc.get("level"),
+            publish=bool(doc.get("publish")),
+            display_string=doc["display_string"],
+        )
 
-    def on_delete(self, conn, rows, deleted):
-        from fonds.records import tree
 
-        tree.close_gaps(conn, rows, deleted)
+# What each type's search documents hold (fonds.records.search_spec).
+ACCESSION_SEARCH = SearchSpec(
+    fields=(
+        IDENTIFIER,
+        FOUR_PART_ID,
+        copied("accession_date", "date"),
+        copied("acquisition_type", "keyword"),
+        copied("resource_type", "keyword"),
+        *DESCRIBED,
+    ),
+)
 
-    def read_extras(self, conn, rows):
-        from fonds.records import tree
+RESOURCE_SEARCH = SearchSpec(
+    fields=(
+        IDENTIFIER,
+        FOUR_PART_ID,
+        LEVEL,
+        copied("ead_id", "keyword"),
+        copied("finding_aid_title", "text"),
+        copied("finding_aid_filing_title", "text", default_weight=2.0),
+        copied("finding_aid_status", "keyword"),
+        copied("resource_type", "keyword"),
+        *DESCRIBED,
+    ),
+)
 
-        return tree.read_extras(conn, rows)
+ARCHIVAL_OBJECT_SEARCH = SearchSpec(
+    fields=(
+        copied("identifier", "keyword", "component_id", default_weight=3.0),
+        copied("component_id", "keyword"),
+        copied("ref_id", "keyword"),
+        LEVEL,
+        DocumentField("resource", "keyword", lambda doc, _: ref_of(doc, "resource")),
+        DocumentField("parent", "keyword", lambda doc, _: ref_of(doc, "parent")),
+        DocumentField("ancestors", "keyword", lambda doc, _: ancestor_uris(doc)),
+        copied("position", "integer"),
+        *DESCRIBED,
+    ),
+    title=lambda doc: doc.get("display_string") or doc.get("title"),
+    dependents=node_dependents,
+)
 
 
 TYPES = (
@@ -109,6 +164,8 @@ TYPES = (
         unique_keys=(UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),),
         ref_rules=INSTANCE_RULES,
         hooks=AccessionHooks(),
+        search=ACCESSION_SEARCH,
+        suppressible=True,
     ),
     RecordType(
         name="resource",
@@ -117,13 +174,16 @@ TYPES = (
         model_name="Resource",
         permissions=Permissions(create="update_resource_record", update="update_resource_record", **ARCHIVAL),
         minimum=(RequiredOneOf(("title",)),),
-        columns=(text_column("identifier", 1024), text_column("ead_id"), text_column("level")),
+        columns=(text_column("identifier", 1024), text_column("ead_id"), text_column("level"), ColumnSpec("publish", Boolean())),
         unique_keys=(
             UniqueKey(("repo_id", "identifier"), "id_0", IDENTIFIER_TAKEN),
             UniqueKey(("repo_id", "ead_id"), "ead_id", "Must be unique"),
         ),
         ref_rules=INSTANCE_RULES,
         hooks=ResourceHooks(),
+        tree=ARCHIVAL_TREE,
+        search=RESOURCE_SEARCH,
+        suppressible=True,
     ),
     RecordType(
         name="archival_object",
@@ -147,10 +207,16 @@ TYPES = (
             text_column("ref_id"),
             text_column("component_id", index=True),
             text_column("level"),
+            ColumnSpec("publish", Boolean()),
+            # Tree views list thousands of nodes by display string without parsing their JSON.
+            text_column("display_string", 8192),
         ),
         unique_keys=(UniqueKey(("resource_id", "ref_id"), "ref_id", "An Archival Object Ref ID must be unique to its resource"),),
         indexes=(("resource_id", "parent_id", "position"),),
         ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
         hooks=ArchivalObjectHooks(),
+        tree=ARCHIVAL_TREE,
+        search=ARCHIVAL_OBJECT_SEARCH,
+        suppressible=True,
     ),
 )

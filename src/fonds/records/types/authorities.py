@@ -8,6 +8,7 @@ import orjson
 
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.search_spec import DocumentField, SearchSpec, copied
 
 DEFAULT_VOCABULARY = "/vocabularies/1"
 
@@ -40,6 +41,18 @@ class VocabularyHooks(Hooks):
         ctx.columns["ref_id"] = doc["ref_id"]
 
 
+# What each type's search documents hold (fonds.records.search_spec).
+SUBJECT_SEARCH = SearchSpec(
+    fields=(
+        copied("source", "keyword"),
+        DocumentField("first_term_type", "keyword", lambda doc, _: (doc.get("terms") or [{}])[0].get("term_type")),
+        copied("authority_id", "keyword"),
+        copied("vocabulary", "keyword"),
+    ),
+    shown_in_linkers=True,
+)
+
+
 TYPES = (
     RecordType(
         name="subject",
@@ -57,6 +70,7 @@ TYPES = (
         ),
         ref_rules=(RefRule("vocabulary", "restrict", message="Vocabulary is in use by subjects"),),
         hooks=SubjectHooks(),
+        search=SUBJECT_SEARCH,
     ),
     RecordType(
         name="vocabulary",

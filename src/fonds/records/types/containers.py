@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.search_spec import DocumentField, SearchSpec, copied
 
 
 class TopContainerHooks(Hooks):
@@ -29,6 +30,25 @@ class LocationProfileHooks(Hooks):
         ctx.columns["name"] = doc["name"]
 
 
+# What each type's search documents hold (fonds.records.search_spec).
+TOP_CONTAINER_SEARCH = SearchSpec(
+    fields=(
+        copied("indicator", "keyword", default_weight=3.0),
+        copied("barcode", "keyword", default_weight=3.0),
+        copied("type", "keyword"),
+    ),
+    title=lambda doc: doc.get("long_display_string") or doc.get("display_string"),
+)
+
+LOCATION_PROFILE_SEARCH = SearchSpec(
+    fields=(
+        copied("name", "keyword"),
+        copied("dimension_units", "keyword"),
+        *(DocumentField(f"location_profile_{d}", "keyword", lambda doc, _, d=d: doc.get(d)) for d in ("depth", "height", "width")),
+    ),
+)
+
+
 TYPES = (
     RecordType(
         name="top_container",
@@ -42,6 +62,7 @@ TYPES = (
         columns=(text_column("barcode"), text_column("indicator", index=True)),
         unique_keys=(UniqueKey(("repo_id", "barcode"), "barcode", "A barcode must be unique within a repository"),),
         hooks=TopContainerHooks(),
+        search=TOP_CONTAINER_SEARCH,
     ),
     RecordType(
         name="location_profile",
@@ -58,5 +79,6 @@ TYPES = (
         columns=(text_column("name"),),
         unique_keys=(UniqueKey(("name",), "name", "Location profile name not unique"),),
         hooks=LocationProfileHooks(),
+        search=LOCATION_PROFILE_SEARCH,
     ),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.search_spec import SearchSpec, copied
 
 GLOBAL_REPO_CODE = "_archivesspace"
 # Created first, so always /repositories/1 (as in ArchivesSpace).
@@ -13,11 +14,15 @@ GLOBAL_REPO_ID = 1
 class RepositoryHooks(Hooks):
     contains_repository_records = True
 
+    # The global repository is known by its id: whatever its code says, it is not an ordinary one.
     def list_filter(self, table):
-        return table.c.repo_code != GLOBAL_REPO_CODE
+        return table.c.id != GLOBAL_REPO_ID
 
     def can_delete(self, row) -> bool:
-        return row.repo_code != GLOBAL_REPO_CODE
+        return row.id != GLOBAL_REPO_ID
+
+    def hidden(self, row) -> bool:
+        return row.id == GLOBAL_REPO_ID
 
     def derive(self, ctx, doc):
         doc.setdefault("name", doc.get("title"))
@@ -25,10 +30,17 @@ class RepositoryHooks(Hooks):
         ctx.columns["repo_code"] = doc["repo_code"]
 
     def after_save(self, service, ctx, doc, actor):
-        if ctx.existing is not None or doc["repo_code"] == GLOBAL_REPO_CODE:
+        if ctx.existing is not None or ctx.record_id == GLOBAL_REPO_ID:
             return
         for record_type in ctx.registry:
             record_type.hooks.seed_repository(service, ctx, doc, actor)
+
+
+# What each type's search documents hold (fonds.records.search_spec).
+REPOSITORY_SEARCH = SearchSpec(
+    fields=(copied("repo_code", "keyword"),),
+    title=lambda doc: doc.get("name"),
+)
 
 
 TYPES = (
@@ -42,6 +54,7 @@ TYPES = (
         columns=(text_column("repo_code"),),
         unique_keys=(UniqueKey(("repo_code",), "repo_code", "short name already in use"),),
         hooks=RepositoryHooks(),
+        search=REPOSITORY_SEARCH,
         list_is_plain_array=True,
     ),
 )

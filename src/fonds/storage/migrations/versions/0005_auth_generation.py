@@ -3,8 +3,8 @@
 One counter row that every change to sessions or rights bumps, so each worker's in-process
 session cache can tell with one cheap read whether what it holds is still true.
 
-Revision ID: 0003_auth_generation
-Revises: 0002
+Revision ID: 0005_auth_generation
+Revises: 0004_tree_positions
 Create Date: 2026-11-23 22:50:00.000000
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0003_auth_generation'
-down_revision = '0002'
+revision = '0005_auth_generation'
+down_revision = '0004_tree_positions'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,63 @@
+"""`POST /repositories/{repo_id}/batch_imports`: ArchivesSpace's batch import, all or none."""
+
+from __future__ import annotations
+
+import orjson
+from fastapi import APIRouter
+
+from fonds.api.deps import RawBody, Services, require
+from fonds.api.routing import add_route, json_response, json_schema_response
+from fonds.auth.permissions import has_permission
+from fonds.errors import BadRequest
+from fonds.records.imports import import_batch
+from fonds.records.service import Actor
+
+# Each record is checked against its own type's create permission; reading the repository is
+# what the route itself asks.
+ROUTE_PERMISSION = "view_repository"
+
+SAVED = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"saved": {"type": "object", "additionalProperties": {"type": "array"}}},
+    },
+}
+
+
+def parse_batch(body: bytes) -> list:
+    try:
+        records = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
+    return records
+
+
+def batch_import(
+    actor: Actor = require(ROUTE_PERMISSION), *, repo_id: int, app: Services, body: RawBody, use_transaction: str | None = None
+):
+    records = parse_batch(body)
+
+    def may_create(record_type) -> bool:
+        scope = repo_id if record_type.repo_scoped else None
+        return has_permission(actor.grants, record_type.permissions.create, scope)
+
+    service = app.records
+    with service.db.write() as conn:
+        saved = import_batch(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create)
+    # ArchivesSpace streams progress messages ending with this one; clients read the last element.
+    return json_response([{"saved": saved}])
+
+
+def register(router: APIRouter) -> None:
+    add_route(
+        router,
+        "/repositories/{repo_id}/batch_imports",
+        batch_import,
+        methods=["POST"],
+        permission=ROUTE_PERMISSION,
+        summary="Import records that refer to each other by temporary URIs (all or none)",
+        description="`use_transaction` is accepted for ArchivesSpace's clients; the import is always one transaction.",
+        tags=["import"],
+        openapi_extra={"responses": json_schema_response(SAVED)},
+    )

@@ -1,0 +1,123 @@
+"""Batch import (ArchivesSpace's `batch_imports`): records that refer to each other by
+temporary URIs (`/repositories/2/resources/import_1`), created in one transaction in an order
+where every record comes after the records it refers to. All or none.
+
+Temporary refs are replaced by the created records' URIs just before each record is
+validated, so validation and ref checks see ordinary URIs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from fonds.errors import Denied, Invalid, nested_under
+from fonds.records.registry import RecordType
+
+FIELD = "batch_import"
+
+
+@dataclass
+class Entry:
+    index: int
+    record_type: RecordType
+    doc: dict
+    temporary_uri: str | None
+
+
+def _refs(node) -> Iterator[str]:
+    if isinstance(node, dict):
+        ref = node.get("ref")
+        if isinstance(ref, str):
+            yield ref
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _substituted(node, created: dict[str, str]):
+    if isinstance(node, dict):
+        out = {key: _substituted(value, created) for key, value in node.items()}
+        if isinstance(out.get("ref"), str) and out["ref"] in created:
+            out["ref"] = created[out["ref"]]
+        return out
+    if isinstance(node, list):
+        return [_substituted(item, created) for item in node]
+    return node
+
+
+def parse_entries(registry, records) -> list[Entry]:
+    """Each record's type and temporary URI, checked before anything is written."""
+    if not isinstance(records, list) or not records:
+        raise Invalid({FIELD: ["Must be a non-empty JSON array of records"]})
+    entries, seen = [], set()
+    for index, doc in enumerate(records):
+        where = f"{FIELD}/{index}"
+        if not isinstance(doc, dict):
+            raise Invalid({where: ["Must be a JSON object"]})
+        name = doc.get("jsonmodel_type")
+        if not isinstance(name, str) or name not in registry.types:
+            raise Invalid({f"{where}/jsonmodel_type": [f"Unknown record type {name!r}"]})
+        record_type = registry[name]
+        if "create" not in record_type.actions:
+            raise Invalid({f"{where}/jsonmodel_type": [f"Records of type {name!r} cannot be imported"]})
+        uri = doc.get("uri")
+        if uri is not None and not isinstance(uri, str):
+            raise Invalid({f"{where}/uri": ["Must be a string"]})
+        if uri in seen:
+            raise Invalid({f"{where}/uri": [f"{uri} is used by two records of the batch"]})
+        if uri:
+            seen.add(uri)
+        entries.append(Entry(index, record_type, doc, uri or None))
+    return entries
+
+
+def creation_order(entries: list[Entry]) -> list[Entry]:
+    """Dependencies first, otherwise in the order given (Kahn's algorithm, stable)."""
+    by_uri = {e.temporary_uri: e for e in entries if e.temporary_uri}
+    waiting_on = {e.index: {by_uri[r].index for r in _refs(e.doc) if r in by_uri and r != e.temporary_uri} for e in entries}
+    dependants: dict[int, list[int]] = {}
+    for index, needs in waiting_on.items():
+        for need in needs:
+            dependants.setdefault(need, []).append(index)
+    ready = [e.index for e in entries if not waiting_on[e.index]]
+    order: list[int] = []
+    while ready:
+        index = ready.pop(0)
+        order.append(index)
+        for dependant in dependants.get(index, ()):
+            waiting_on[dependant].discard(index)
+            if not waiting_on[dependant]:
+                ready.append(dependant)
+    if len(order) < len(entries):
+        stuck = sorted(set(waiting_on) - set(order))
+        raise Invalid({FIELD: [f"Records {stuck[:10]} refer to each other in a cycle: none can be created first"]})
+    return [entries[i] for i in order]
+
+
+def import_batch(
+    service, conn, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
+) -> dict[str, list]:
+    """Create every record in the caller's transaction; returns {temporary URI: [URI, id]}."""
+    entries = parse_entries(service.registry, records)
+    for entry in entries:
+        if not may_create(entry.record_type):
+            raise Denied()
+    created: dict[str, str] = {}
+    saved: dict[str, list] = {}
+    for done, entry in enumerate(creation_order(entries), start=1):
+        doc = _substituted(entry.doc, created)
+        doc.pop("uri", None)
+        scope = repo_id if entry.record_type.repo_scoped else None
+        try:
+            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True)
+            result = service.create_in(conn, entry.record_type, clean, warnings, repo_id=scope, actor=actor)
+        except Invalid as error:
+            raise nested_under(error, f"{FIELD}/{entry.index}") from None
+        if entry.temporary_uri:
+            created[entry.temporary_uri] = result["uri"]
+            saved[entry.temporary_uri] = [result["uri"], result["id"]]
+        if progress is not None:
+            progress(done)
+    return saved

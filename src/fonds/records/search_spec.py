@@ -1,0 +1,177 @@
+"""What a record type puts in its search document, declared beside the type (`RecordType.search`).
+
+A document has the fields every type shares (built by `fonds.search.documents`: id, uri, title,
+types, json, repository, audit fields, the full text …) plus the `DocumentField`s its type
+declares. A field is named once with one kind across all types (the index has one schema); its
+value is computed from the record exactly as GET returns it, and from the records it links to
+(`Linked`: the titles of its subjects, say). A type whose records appear in other records'
+documents (a subject's title in every record it is linked to) says so with `shown_in_linkers`;
+a type whose documents depend on other records' positions (a node's ancestors) names those
+dependents with `dependents`. Types without a `SearchSpec` are not searchable."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+FieldKind = Literal["text", "keyword", "date", "integer", "boolean"]
+
+
+class Linked(Protocol):
+    """What a document builder knows about the records a record links to."""
+
+    def titles(self, refs: Iterable[dict]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class DocumentField:
+    """`text`: analysed words (full-text, phrases, highlighting); `keyword`: the exact value
+    (facets, sorting, exact filters); `date`, `integer`, `boolean`: typed values (ranges)."""
+
+    name: str
+    kind: FieldKind
+    value: Callable[[dict, Linked], Any]
+    # Also a default field of queries without a field name, with this weight (identifier > title > full text).
+    default_weight: float | None = None
+
+
+def _default_title(doc: dict) -> str | None:
+    return doc.get("title") or doc.get("display_string") or doc.get("name")
+
+
+def copied(name: str, kind: FieldKind, key: str | None = None, *, default_weight: float | None = None) -> DocumentField:
+    """A field holding one of the record's own properties (`key`, by default the field's name)."""
+    return DocumentField(name, kind, lambda doc, _: doc.get(key or name), default_weight=default_weight)
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    fields: tuple[DocumentField, ...] = ()
+    title: Callable[[dict], str | None] = _default_title
+    # Records linking to one of this type show its title in their documents (subjects, agents).
+    shown_in_linkers: bool = False
+    # (read connection, registry, document before, document after) -> URIs of other records
+    # whose documents changed with this one although their own rows did not.
+    dependents: Callable[[Any, Any, dict | None, dict | None], Iterable[str]] | None = None
+
+
+# -- fields several types share ------------------------------------------------------------
+
+IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
+YEAR = re.compile(r"^(-?\d{1,4})")
+
+
+def four_part_identifier(doc: dict) -> str | None:
+    parts = [doc[p] for p in IDENTIFIER_PARTS if doc.get(p)]
+    return "-".join(parts) or None
+
+
+def _refs(doc: dict, key: str) -> list[dict]:
+    return [item for item in doc.get(key) or [] if isinstance(item, dict) and item.get("ref")]
+
+
+def _date_labels(doc: dict) -> list[str]:
+    labels = []
+    for date in doc.get("dates") or []:
+        if date.get("expression"):
+            labels.append(date["expression"])
+        elif date.get("begin"):
+            labels.append(f"{date['begin']} - {date['end']}" if date.get("end") else date["begin"])
+    return labels
+
+
+def years(doc: dict) -> list[int]:
+    """Every year a record's dates span (ArchivesSpace's `years`), at most a millennium per date."""
+    found: set[int] = set()
+    for date in doc.get("dates") or []:
+        begin, end = (YEAR.match(str(date.get(k) or "")) for k in ("begin", "end"))
+        if begin:
+            first = int(begin.group(1))
+            last = int(end.group(1)) if end else first
+            found.update(range(first, min(last, first + 1000) + 1))
+    return sorted(found)
+
+
+def _extents(doc: dict) -> list[str]:
+    return [f"{e.get('number', '')} {e.get('extent_type', '')}".strip() for e in doc.get("extents") or []]
+
+
+IDENTIFIER = DocumentField("identifier", "keyword", lambda doc, _: four_part_identifier(doc), default_weight=3.0)
+FOUR_PART_ID = DocumentField("four_part_id", "text", lambda doc, _: four_part_identifier(doc))
+SUBJECTS = (
+    DocumentField("subjects", "keyword", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
+    DocumentField("subjects_text", "text", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
+    DocumentField("subject_uris", "keyword", lambda doc, _: [r["ref"] for r in _refs(doc, "subjects")]),
+)
+DATES = (
+    DocumentField("dates", "text", lambda doc, _: _date_labels(doc)),
+    DocumentField("years", "integer", lambda doc, _: years(doc)),
+)
+EXTENTS = DocumentField("extents", "text", lambda doc, _: _extents(doc))
+LEVEL = DocumentField("level", "keyword", lambda doc, _: doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level"))
+DESCRIBED = (*SUBJECTS, *DATES, EXTENTS)
+
+
+# -- per-type specs (each sits beside its type's declaration) --------------------------------
+
+
+def ref_of(doc: dict, key: str) -> str | None:
+    value = doc.get(key)
+    return value.get("ref") if isinstance(value, dict) else None
+
+
+def ancestor_uris(doc: dict) -> list[str]:
+    return [a["ref"] for a in doc.get("ancestors") or [] if isinstance(a, dict) and a.get("ref")]
+
+
+def _node_siblings_from(conn, registry, node_type: str, doc: dict, position: int) -> list[str]:
+    """URIs of the nodes beside `doc` (same resource and parent) at `position` or after."""
+    from sqlalchemy import select
+
+    table = conn.info["fonds_tables"][node_type]
+    record_type = registry[node_type]
+    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, "resource") or "")
+    where = [table.c.position >= position]
+    where.append(table.c.parent_id.is_(None) if parent is None else table.c.parent_id == parent.record_id)
+    where.append(table.c.resource_id.is_(None) if root is None else table.c.resource_id == root.record_id)
+    return [record_type.uri(i, repo) for i, repo in conn.execute(select(table.c.id, table.c.repo_id).where(*where))]
+
+
+def _node_descendants(conn, registry, node_type: str, uri: str) -> list[str]:
+    from sqlalchemy import select
+
+    table = conn.info["fonds_tables"][node_type]
+    record_type = registry[node_type]
+    found, frontier = [], [registry.parse_uri(uri).record_id]
+    while frontier:
+        rows = []
+        for start in range(0, len(frontier), 500):
+            chunk = frontier[start : start + 500]
+            rows += conn.execute(select(table.c.id, table.c.repo_id).where(table.c.parent_id.in_(chunk))).all()
+        found += [record_type.uri(i, repo) for i, repo in rows]
+        frontier = [i for i, _ in rows]
+    return found
+
+
+def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """A node's `position` and `ancestors` are computed when it is read: when one node is added,
+    moved or removed, its later siblings' positions shift and a moved node's descendants get new
+    ancestors, although their rows did not change."""
+    node_type = (new or old)["jsonmodel_type"]
+    found: list[str] = []
+    before = (ref_of(old, "resource"), ref_of(old, "parent"), old.get("position")) if old else None
+    after = (ref_of(new, "resource"), ref_of(new, "parent"), new.get("position")) if new else None
+    if before == after:
+        return found
+    if old and before[:2] != (after or (None, None))[:2]:
+        found += _node_siblings_from(conn, registry, node_type, old, old.get("position") or 0)
+    if new:
+        start = new.get("position") or 0
+        if old and before[:2] == after[:2]:
+            start = min(start, old.get("position") or 0)
+        found += _node_siblings_from(conn, registry, node_type, new, start)
+        if old and ancestor_uris(old) != ancestor_uris(new):
+            found += _node_descendants(conn, registry, node_type, new["uri"])
+    return found

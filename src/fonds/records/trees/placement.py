@@ -1,0 +1,121 @@
+"""Where a node sits in its tree: set when it is written (create, update), changed by a move
+(the parent route, accept_children). A node's JSON keeps refs to its root and parent; its
+logical `position` and its `ancestors` are computed at read time. So a move within a tree
+rewrites the moved nodes only, and logs a change for each node below them (their ancestors
+changed) with one INSERT … SELECT. Moving to another tree rewrites the subtree (each node's
+root ref), as ArchivesSpace's TreeNodes#set_root does."""
+
+from __future__ import annotations
+
+from sqlalchemy import String, cast, literal, select
+
+from fonds.errors import Conflict, Invalid
+from fonds.records.rewrite import rewrite_records
+from fonds.records.trees import hierarchy, positions
+from fonds.records.trees.positions import Siblings
+from fonds.storage import change_log
+from fonds.storage import records as store
+from fonds.storage.chunks import chunked as batches
+
+OWN_ANCESTOR = "Can't make a parent into its own child"
+
+
+def _ref_id(ctx, ref: dict | None) -> int | None:
+    return ctx.registry.parse_uri(ref["ref"]).record_id if ref else None
+
+
+def siblings_of(spec, table, root_id, parent_id) -> Siblings:
+    return Siblings(table, spec.root_column, root_id, parent_id)
+
+
+def place(ctx, doc: dict) -> None:
+    """Set the tree columns of the node being written (`ctx.columns`); on update, move it."""
+    spec = ctx.record_type.tree
+    conn, table = ctx.conn, ctx.tables[spec.node]
+    root_id, parent_id = _ref_id(ctx, doc.get(spec.root_field)), _ref_id(ctx, doc.get("parent"))
+    if parent_id is not None:
+        # A new node has nothing below it: only naming itself (its id is allocated) makes a loop.
+        new_loop = ctx.existing is None and parent_id == ctx.record_id
+        if new_loop or (ctx.existing is not None and hierarchy.would_cycle(conn, table, {ctx.record_id}, parent_id)):
+            raise Conflict(OWN_ANCESTOR)
+        parent_root = conn.execute(select(table.c[spec.root_column]).where(table.c.id == parent_id)).scalar_one()
+        if root_id is None and parent_root is not None:
+            root_id = parent_root
+            doc[spec.root_field] = {"ref": ctx.registry[spec.root].uri(root_id, ctx.repo_id)}
+            ctx.stale = True
+        elif parent_root != root_id:
+            raise Invalid({"parent": ["Parent must belong to the same resource as the record"]})
+    requested = doc.pop("position", None)
+    old = ctx.existing
+    target = siblings_of(spec, table, root_id, parent_id)
+    same_list = old is not None and (getattr(old, spec.root_column), old.parent_id) == (root_id, parent_id)
+    lists = [target] if old is None or same_list else [target, siblings_of(spec, table, getattr(old, spec.root_column), old.parent_id)]
+    positions.lock_siblings(conn, ctx.tables, spec, lists)
+    if same_list and requested is None:
+        position = old.position
+    elif requested is None:
+        position = positions.append_slot(conn, target)
+    else:
+        position = positions.slot_at(conn, target, max(0, int(requested)), exclude=ctx.record_id)
+    ctx.columns.update({spec.root_column: root_id, "parent_id": parent_id, "position": position})
+    if old is None:
+        return
+    if getattr(old, spec.root_column) != root_id:
+        _move_descendants(ctx, spec, doc["ref_id"], root_id)
+    elif old.parent_id != parent_id:
+        log_below(conn, ctx.registry, spec, [ctx.record_id], ctx.now)
+
+
+def log_below(conn, registry, spec, node_ids: list[int], now) -> None:
+    """One 'updated' change row for every node below `node_ids` (their ancestors changed)."""
+    table = conn.info["fonds_tables"][spec.node]
+    path = registry[spec.node].path
+    for chunk in store.chunks(sorted(set(node_ids))):
+        below = hierarchy.descendants_select(table, chunk)
+        uri = literal("/repositories/", String) + cast(table.c.repo_id, String) + literal(f"/{path}/", String) + cast(table.c.id, String)
+        query = select(literal(spec.node, String), table.c.id, table.c.repo_id, uri, literal("updated", String), literal(now)).where(
+            table.c.id.in_(below)
+        )
+        change_log.append_from(conn, query)
+
+
+def _taken_by_others(conn, table, spec, root_id: int, ref_ids: list[str], moving: dict) -> bool:
+    found = conn.execute(select(table.c.id).where(table.c[spec.root_column] == root_id, table.c.ref_id.in_(ref_ids))).scalars()
+    return any(record_id not in moving for record_id in found)
+
+
+def _check_ref_ids_free(ctx, spec, table, root_id: int | None, moving: dict[int, str | None]) -> None:
+    """Refuse the move, before anything is rewritten, if a moving ref_id is taken in the target tree."""
+    if root_id is None:
+        return  # unattached nodes never collide (NULLs, as in the unique index)
+    ref_ids = [ref_id for ref_id in moving.values() if ref_id is not None]
+    # A subtree left split across trees (by the bug this move fixes) may bring equal ref_ids together.
+    split = len(set(ref_ids)) != len(ref_ids)
+    if split or any(_taken_by_others(ctx.conn, table, spec, root_id, chunk, moving) for chunk in batches(ref_ids)):
+        key = next(k for k in ctx.record_type.unique_keys if "ref_id" in k.columns)
+        raise Invalid({key.field: [key.message]})
+
+
+def _move_descendants(ctx, spec, ref_id: str, root_id: int | None) -> None:
+    """Give every descendant of the node being written its new root: column, JSON, link, change row."""
+    conn, table = ctx.conn, ctx.tables[spec.node]
+    ids = hierarchy.descendant_ids(conn, table, ctx.record_id)
+    if not ids:
+        return
+    found = {row.id: row.ref_id for row in store.fetch_many(conn, table, ids, columns=("id", "ref_id"))}
+    _check_ref_ids_free(ctx, spec, table, root_id, {ctx.record_id: ref_id, **found})
+    root = {"ref": ctx.registry[spec.root].uri(root_id, ctx.repo_id)} if root_id is not None else None
+
+    def set_root(doc: dict) -> None:
+        if root is None:
+            doc.pop(spec.root_field, None)
+        else:
+            doc[spec.root_field] = root
+
+    for chunk in batches(ids):
+        rewrite_records(
+            conn, ctx.record_type, chunk, now=ctx.now, username=ctx.actor, edit=set_root, columns={spec.root_column: root_id}, by_user=True
+        )
+        store.retarget_links(
+            conn, ctx.tables, source_type=spec.node, source_ids=chunk, field=spec.root_field, target_type=spec.root, target_id=root_id
+        )

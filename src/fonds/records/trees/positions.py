@@ -1,0 +1,187 @@
+"""Sibling order: the only module that knows how positions are stored.
+
+Clients see logical positions: 0..n-1 among the siblings. The `position` column holds physical
+positions with gaps (STEP apart when appended), so that placing a node between two siblings
+takes the midpoint and writes one row. Only when two neighbours have no integer left between
+them are the later siblings shifted, in one statement. Moving to the front takes the first
+sibling's position minus STEP, and appending the last one's plus STEP: both always O(1).
+
+Every change to a sibling list happens after `lock_siblings`, which locks the row that owns the
+list (the parent node, or the root for top-level nodes): on PostgreSQL two transactions
+appending to or moving within one list queue there instead of both reading the same maximum.
+On SQLite the process write lock and BEGIN IMMEDIATE serialise every write already.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import and_, func, select, update
+
+STEP = 1024
+# Far from the 32-bit limits of the column: past these the list is renumbered first.
+LIMIT = 2**30
+
+
+@dataclass(frozen=True)
+class Siblings:
+    """One sibling list: the nodes of `root_id` under `parent_id` (None: the top level)."""
+
+    table: object
+    root_column: str
+    root_id: int | None
+    parent_id: int | None
+
+    @property
+    def where(self):
+        table = self.table
+        root = table.c[self.root_column]
+        return and_(
+            root.is_(None) if self.root_id is None else root == self.root_id,
+            table.c.parent_id.is_(None) if self.parent_id is None else table.c.parent_id == self.parent_id,
+        )
+
+
+def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
+    """Lock the owners of these sibling lists, always in the same order (no deadlocks)."""
+    owners = set()
+    for siblings in lists:
+        if siblings.parent_id is not None:
+            owners.add((spec.node, siblings.parent_id))
+        elif siblings.root_id is not None:
+            owners.add((spec.root, siblings.root_id))
+    # Locks last until the transaction ends: a batch locks each owner once.
+    held = conn.info.setdefault("fonds_locked", set())
+    for type_name, record_id in sorted(owners - held):
+        held.add((type_name, record_id))
+        table = tables[type_name]
+        conn.execute(select(table.c.id).where(table.c.id == record_id).with_for_update()).first()
+
+
+def append_slot(conn, siblings: Siblings) -> int:
+    last = conn.execute(select(func.max(siblings.table.c.position)).where(siblings.where)).scalar()
+    if last is None:
+        return STEP
+    if last + STEP > LIMIT:
+        renumber(conn, siblings)
+        return append_slot(conn, siblings)
+    return last + STEP
+
+
+def _neighbours(conn, siblings: Siblings, logical: int, exclude: int | None) -> tuple[int | None, int | None]:
+    """Physical positions left and right of logical index `logical` (clamped), ignoring `exclude`."""
+    table = siblings.table
+    query = select(table.c.position).where(siblings.where).order_by(table.c.position, table.c.id)
+    if exclude is not None:
+        query = query.where(table.c.id != exclude)
+    if logical <= 0:
+        first = conn.execute(query.limit(1)).scalar()
+        return None, first
+    found = conn.execute(query.offset(logical - 1).limit(2)).scalars().all()
+    if not found:
+        # Past the end: clamp to the last place.
+        return conn.execute(select(func.max(table.c.position)).where(*_but(siblings, exclude))).scalar(), None
+    return found[0], found[1] if len(found) > 1 else None
+
+
+def _but(siblings: Siblings, exclude: int | None) -> list:
+    where = [siblings.where]
+    if exclude is not None:
+        where.append(siblings.table.c.id != exclude)
+    return where
+
+
+def slot_at(conn, siblings: Siblings, logical: int, *, exclude: int | None = None) -> int:
+    """The physical position that puts a node at logical index `logical` (clamped to the end).
+    `exclude` is the node being moved within this list: it does not count as a sibling."""
+    return slots_at(conn, siblings, logical, 1, exclude=exclude)[0]
+
+
+def slots_at(conn, siblings: Siblings, logical: int, count: int, *, exclude: int | None = None) -> list[int]:
+    """`count` increasing physical positions that put nodes at logical indexes logical.. (clamped)."""
+    left, right = _neighbours(conn, siblings, logical, exclude)
+    return _fit(conn, siblings, left, right, count)
+
+
+def slots_between(conn, siblings: Siblings, left: int | None, right: int | None, count: int) -> list[int]:
+    """`count` positions between two known physical neighbours (None: an end of the list)."""
+    return _fit(conn, siblings, left, right, count)
+
+
+def _fit(conn, siblings: Siblings, left: int | None, right: int | None, count: int) -> list[int]:
+    if right is None:
+        start = STEP if left is None else left + STEP
+        if start + count * STEP > LIMIT:
+            return _after_renumber(conn, siblings, left, right, count)
+        return [start + i * STEP for i in range(count)]
+    if left is None:
+        if right - count * STEP < -LIMIT:
+            return _after_renumber(conn, siblings, left, right, count)
+        return [right - (count - i) * STEP for i in range(count)]
+    if right - left <= count:
+        # No room: open a gap by shifting every later sibling (the only O(n) case).
+        shift = (count + 1) * STEP
+        if right + shift > LIMIT:
+            return _after_renumber(conn, siblings, left, right, count)
+        table = siblings.table
+        conn.execute(update(table).where(siblings.where, table.c.position >= right).values(position=table.c.position + shift))
+        right += shift
+    gap = (right - left) // (count + 1)
+    return [left + (i + 1) * gap for i in range(count)]
+
+
+def _after_renumber(conn, siblings: Siblings, left: int | None, right: int | None, count: int) -> list[int]:
+    """Positions crept towards the column's limits: spread the list evenly again, then fit."""
+    table = siblings.table
+    index = {}
+    for old in (left, right):
+        if old is not None:
+            index[old] = conn.execute(select(func.count()).where(siblings.where, table.c.position < old)).scalar_one()
+    renumber(conn, siblings)
+    new_left = None if left is None else (index[left] + 1) * STEP
+    new_right = None if right is None else (index[right] + 1) * STEP
+    return _fit(conn, siblings, new_left, new_right, count)
+
+
+def renumber(conn, siblings: Siblings) -> None:
+    """Give the list positions STEP, 2*STEP, … in its current order, in one statement."""
+    table = siblings.table
+    ranked = (
+        select(table.c.id, (func.row_number().over(order_by=(table.c.position, table.c.id)) * STEP).label("slot"))
+        .where(siblings.where)
+        .subquery()
+    )
+    conn.execute(update(table).where(table.c.id == ranked.c.id).values(position=ranked.c.slot))
+
+
+def logical_positions(conn, table, root_column: str, rows, where=()) -> dict[int, int]:
+    """Logical positions of `rows` (with id, parent_id, position and the root column).
+
+    Rows of one sibling list are taken in physical order and each counts only the siblings
+    between itself and the previous one, so a page of neighbours costs small range counts."""
+    groups: dict[tuple, list] = {}
+    for row in rows:
+        if row.position is not None:
+            groups.setdefault((getattr(row, root_column), row.parent_id), []).append(row)
+    result: dict[int, int] = {}
+    for (root_id, parent_id), members in groups.items():
+        siblings = Siblings(table, root_column, root_id, parent_id)
+        previous, logical = None, -1
+        for row in sorted(members, key=lambda r: (r.position, r.id)):
+            condition = [siblings.where, table.c.position < row.position, *where]
+            if previous is not None:
+                condition.append(table.c.position > previous)
+            between = conn.execute(select(func.count()).where(*condition)).scalar_one()
+            logical = logical + 1 + between if previous is not None else between
+            result[row.id] = logical
+            previous = row.position
+    return result
+
+
+def ordered_ids(conn, siblings: Siblings, *, limit: int | None = None, offset: int = 0, where=()) -> list:
+    """Rows (id, position) of the list in order, a page of it if asked."""
+    table = siblings.table
+    query = select(table.c.id, table.c.position).where(siblings.where, *where).order_by(table.c.position, table.c.id)
+    if limit is not None:
+        query = query.limit(limit).offset(offset)
+    return conn.execute(query).all()

@@ -1,0 +1,1 @@
+"""Full-text search: analysis, the Lucene query language, sorting (and, beside them, the index)."""

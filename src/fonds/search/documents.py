@@ -1,0 +1,140 @@
+"""Search documents: a record as GET returns it, turned into the fields its type's SearchSpec
+declares plus those every document has (aspace-api §9.5; no `jsonmodel_type`)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
+
+import orjson
+import tantivy
+from sqlalchemy import select
+
+from fonds.records.registry import RecordType, Registry
+from fonds.search.catalog import FieldCatalog, FieldKind
+from fonds.search.dates import parse_date_interval
+from fonds.search.fields import STORED_DOCUMENT
+
+# Keys whose values are plumbing, not words anyone searches for.
+NOT_FULL_TEXT = frozenset(
+    ("ref", "uri", "jsonmodel_type", "lock_version", "created", "modified", "create_time", "system_mtime", "user_mtime")
+)
+AUDIT_FIELDS = ("created_by", "last_modified_by", "create_time", "system_mtime", "user_mtime")
+
+
+def sort_key(title: str | None) -> str:
+    """Case- and accent-insensitive sort key (`title_sort`)."""
+    folded = unicodedata.normalize("NFKD", title or "").encode("ascii", "ignore").decode()
+    return " ".join(folded.lower().split())
+
+
+def full_text(node, out: list[str]) -> list[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key not in NOT_FULL_TEXT:
+                full_text(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            full_text(value, out)
+    elif isinstance(node, str):
+        out.append(node)
+    return out
+
+
+def _refs_in(node, out: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        if isinstance(node.get("ref"), str):
+            out.add(node["ref"])
+        for value in node.values():
+            _refs_in(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _refs_in(value, out)
+    return out
+
+
+class LinkedTitles:
+    """Titles of the records a batch of records links to, fetched in one query per type."""
+
+    def __init__(self, conn, registry: Registry, render, records: Iterable[dict]):
+        wanted: dict[str, list[int]] = defaultdict(list)
+        for uri in set().union(*(_refs_in(record, set()) for record in records)):
+            parsed = registry.parse_uri(uri)
+            if parsed and parsed.record_type.search and parsed.record_type.search.shown_in_linkers:
+                wanted[parsed.record_type.name].append(parsed.record_id)
+        self._titles: dict[str, str] = {}
+        for name, ids in wanted.items():
+            record_type = registry[name]
+            for doc, _ in load_records(conn, record_type, ids, render).values():
+                self._titles[doc["uri"]] = record_type.search.title(doc) or ""
+
+    def titles(self, refs: Iterable[dict]) -> list[str]:
+        return [self._titles[r["ref"]] for r in refs if r.get("ref") in self._titles]
+
+
+def load_records(conn, record_type: RecordType, ids: list[int], render) -> dict[int, tuple[dict, bytes]]:
+    """The searchable records among `ids` as GET returns them, parsed and as bytes (hidden ones,
+    such as the global repository, left out)."""
+    table = conn.info["fonds_tables"][record_type.name]
+    found: dict[int, tuple[dict, bytes]] = {}
+    hidden = record_type.hooks.list_filter(table)
+    for start in range(0, len(ids), 500):
+        where = [table.c.id.in_(ids[start : start + 500])]
+        if hidden is not None:
+            where.append(hidden)
+        rows = conn.execute(select(table).where(*where)).all()
+        for row, body in zip(rows, render(conn, record_type, rows)):
+            found[row.id] = (orjson.loads(body), body)
+    return found
+
+
+def _as_list(value) -> list:
+    if value is None or value == "":
+        return []
+    return [v for v in value if v is not None and v != ""] if isinstance(value, list | tuple) else [value]
+
+
+def result_fields(record_type: RecordType, doc: dict, linked: LinkedTitles) -> dict:
+    """The fields of the document the search routes return (everything but the full text)."""
+    spec = record_type.search
+    title = spec.title(doc)
+    suppressed = bool(doc.get("suppressed"))
+    repository = doc.get("repository", {}).get("ref") if record_type.repo_scoped else None
+    fields = {
+        "id": doc["uri"],
+        "uri": doc["uri"],
+        "title": title,
+        "title_sort": sort_key(title),
+        "primary_type": record_type.name,
+        "types": [record_type.name],
+        "repository": repository or (doc["uri"] if record_type.hooks.contains_repository_records else "global"),
+        "publish": bool(doc.get("publish")) and not suppressed,
+        "suppressed": suppressed,
+        "system_generated": bool(doc.get("system_generated")),
+        **{name: doc.get(name) for name in AUDIT_FIELDS if doc.get(name) is not None},
+    }
+    for field in spec.fields:
+        value = field.value(doc, linked)
+        if _as_list(value):
+            fields[field.name] = value
+    return fields
+
+
+def _typed(catalog: FieldCatalog, fields: dict) -> dict:
+    """The values the catalog can index: a date that is no date is left out, not refused (a
+    record's free-text date must not keep it out of the index)."""
+    values = {}
+    for name, value in fields.items():
+        spec = catalog.get(name)
+        if spec is not None and spec.kind is FieldKind.DATE:
+            value = [v for v in _as_list(value) if parse_date_interval(str(v)) is not None]
+        values[name] = value
+    return values
+
+
+def to_index_document(catalog: FieldCatalog, fields: dict, record: dict, body: bytes) -> tantivy.Document:
+    """The tantivy document: each catalog field indexed, the result document stored whole."""
+    document = catalog.document({**_typed(catalog, fields), "fullrecord": " ".join(full_text(record, []))})
+    document.add_bytes(STORED_DOCUMENT, orjson.dumps({**fields, "json": body.decode()}))
+    return document

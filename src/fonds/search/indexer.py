@@ -1,0 +1,270 @@
+"""The indexer: the only writer of the search index. It applies the change log after the
+sequence the live generation has reached, in batches; each batch is one tantivy commit followed
+by the new sequence written beside the index. A crash between the two only makes the next start
+apply a batch again, which is harmless: applying a change re-reads the record as it is now
+(its document replaced, or removed when the record is gone)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+import orjson
+import tantivy
+from sqlalchemy import select
+
+from fonds.records.registry import ParsedUri, Registry
+from fonds.search.catalog import FieldCatalog
+from fonds.search.documents import LinkedTitles, load_records, result_fields, to_index_document
+from fonds.search.fields import STORED_DOCUMENT
+from fonds.search.index import IndexDirectory, IndexUnavailable, WriterLock
+from fonds.storage import change_log
+from fonds.storage import records as store
+from fonds.storage.db import Database
+
+log = logging.getLogger("fonds.search")
+BATCH = 1000
+WRITER_HEAP = 64_000_000
+Built = tuple[dict, tantivy.Document] | None
+
+
+class DocumentBuilder:
+    """Search documents for records, read from the database as GET returns them."""
+
+    def __init__(self, registry: Registry, render: Callable, catalog: FieldCatalog):
+        self.registry, self.render, self.catalog = registry, render, catalog
+
+    def build(self, conn, uris: Iterable[str]) -> dict[str, Built]:
+        """uri -> (record, tantivy document), or None where the record is gone or not searchable."""
+        by_type: dict[str, list[int]] = defaultdict(list)
+        result: dict[str, Built] = {}
+        for uri in uris:
+            parsed = self.registry.parse_uri(uri)
+            if parsed is not None and parsed.record_type.search is not None:
+                by_type[parsed.record_type.name].append(parsed.record_id)
+            result[uri] = None
+        loaded = {name: load_records(conn, self.registry[name], ids, self.render) for name, ids in by_type.items()}
+        linked = LinkedTitles(conn, self.registry, self.render, [doc for found in loaded.values() for doc, _ in found.values()])
+        for name, found in loaded.items():
+            record_type = self.registry[name]
+            for record, body in found.values():
+                fields = result_fields(record_type, record, linked)
+                result[record["uri"]] = (record, to_index_document(self.catalog, fields, record, body))
+        return result
+
+    def dependents(self, conn, index: tantivy.Index, built: dict[str, Built]) -> set[str]:
+        """Records whose documents changed with these although their rows did not: the records
+        linking to a renamed subject, the later siblings and the subtree of a moved node."""
+        found: set[str] = set()
+        for uri, now in built.items():
+            parsed = self.registry.parse_uri(uri)
+            spec = parsed.record_type.search if parsed else None
+            if spec is None or not (spec.dependents or spec.shown_in_linkers):
+                continue
+            old, new = indexed_record(index, uri), (now[0] if now else None)
+            if spec.dependents and (old or new):
+                found.update(spec.dependents(conn, self.registry, old, new))
+            if spec.shown_in_linkers and old and new and spec.title(old) != spec.title(new):
+                found.update(self._linking(conn, parsed))
+        return found - set(built)
+
+    def _linking(self, conn, parsed: ParsedUri) -> list[str]:
+        tables = conn.info["fonds_tables"]
+        uris = []
+        for link in store.links_to(conn, tables, [(parsed.record_type.name, parsed.record_id)]):
+            source = self.registry[link.source_type]
+            repo_id = None
+            if source.repo_scoped:
+                table = tables[source.name]
+                repo_id = conn.execute(select(table.c.repo_id).where(table.c.id == link.source_id)).scalar_one_or_none()
+            uris.append(source.uri(link.source_id, repo_id))
+        return uris
+
+
+def indexed_record(index: tantivy.Index, uri: str) -> dict | None:
+    """The record as the index last saw it (its stored `json`), or None."""
+    searcher = index.searcher()
+    hits = searcher.search(tantivy.Query.term_query(index.schema, "id", uri), limit=1).hits
+    if not hits:
+        return None
+    stored = searcher.doc(hits[0][1]).get_first(STORED_DOCUMENT)
+    return orjson.loads(orjson.loads(stored)["json"])
+
+
+def rebuild(directory: IndexDirectory, db: Database, builder: DocumentBuilder, progress: Callable[[int], None] | None = None) -> str:
+    """Build a new generation from the database and make it live; returns its name. Changes
+    committed while it runs are applied afterwards by the indexer (from the head read first)."""
+    build, index = directory.start_build()
+    try:
+        writer = index.writer(WRITER_HEAP, 1)
+        with db.read() as conn:
+            head = change_log.head(conn)
+        for record_type in builder.registry:
+            if record_type.search is not None:
+                _index_all(db, builder, writer, record_type, progress)
+        writer.commit()
+        writer.wait_merging_threads()
+    except BaseException:
+        directory.discard(build)
+        raise
+    return directory.publish(build, head)
+
+
+def _index_all(db, builder: DocumentBuilder, writer, record_type, progress) -> None:
+    after = 0
+    while True:
+        with db.read() as conn:
+            table = conn.info["fonds_tables"][record_type.name]
+            rows = conn.execute(select(table.c.id, table.c.repo_id).where(table.c.id > after).order_by(table.c.id).limit(BATCH)).all()
+            if not rows:
+                return
+            built = builder.build(conn, [record_type.uri(record_id, repo_id) for record_id, repo_id in rows])
+        for found in built.values():
+            if found is not None:
+                writer.add_document(found[1])
+        after = rows[-1].id
+        if progress is not None:
+            progress(len(rows))
+
+
+def count_searchable(db: Database, registry: Registry) -> int:
+    from sqlalchemy import func
+
+    with db.read() as conn:
+        tables = conn.info["fonds_tables"]
+        return sum(conn.execute(select(func.count()).select_from(tables[t.name])).scalar_one() for t in registry if t.search is not None)
+
+
+class Indexer:
+    """Applies the change log to the live generation; owned by the process holding the writer lock."""
+
+    def __init__(self, directory: IndexDirectory, db: Database, builder: DocumentBuilder):
+        self.directory, self.db, self.builder = directory, db, builder
+        self.name: str | None = None
+        self.index: tantivy.Index | None = None
+        self.writer = None
+        self.applied = 0
+
+    def open(self, *, force_rebuild: bool = False) -> None:
+        """Open the live generation, rebuilding it when it is missing, unreadable or older than
+        the change log still kept (an index restored from a backup made before a prune)."""
+        name = self.directory.current_name()
+        try:
+            if name is None or force_rebuild:
+                raise IndexUnavailable("no index yet" if name is None else "the change log was pruned past it")
+            index = self.directory.open(name)
+            applied = self.directory.applied(name)
+            with self.db.read() as conn:
+                oldest = change_log.first(conn)
+            if oldest is not None and applied < oldest - 1:
+                raise IndexUnavailable(f"index at change {applied} but the log starts at {oldest}")
+        except IndexUnavailable as why:
+            log.warning("search index %s: rebuilding from the database", why)
+            name = rebuild(self.directory, self.db, self.builder)
+            index, applied = self.directory.open(name), self.directory.applied(name)
+        self._switch_to(name, index, applied)
+
+    def _switch_to(self, name: str, index: tantivy.Index, applied: int) -> None:
+        self.close_writer()
+        self.name, self.index, self.applied = name, index, applied
+        self.writer = index.writer(WRITER_HEAP, 1)
+        self.directory.remove_stale(keep=name)
+
+    def follow_rebuild(self) -> bool:
+        """Switch to a generation `fonds reindex` has made live meanwhile (or rebuild a deleted one)."""
+        name = self.directory.current_name()
+        if name == self.name:
+            return False
+        if name is None:  # the index directory was deleted under us: rebuild it
+            self.open()
+        else:
+            self._switch_to(name, self.directory.open(name), self.directory.applied(name))
+        return True
+
+    def apply_pending(self) -> int:
+        """Apply the next batch of changes; returns how many were applied."""
+        with self.db.read() as conn:
+            changes = change_log.read_after(conn, self.applied, BATCH)
+            if not changes:
+                return 0
+            if changes[0].seq > self.applied + 1 and change_log.first(conn) == changes[0].seq:
+                # The log was pruned past what this index has applied: only a rebuild is complete.
+                log.warning("search index at change %d but the change log now starts at %d: rebuilding", self.applied, changes[0].seq)
+                self.open(force_rebuild=True)
+                return 1
+            built = self.builder.build(conn, dict.fromkeys(change.uri for change in changes))
+            built.update(self.builder.build(conn, self.builder.dependents(conn, self.index, built)))
+        try:
+            for uri, found in built.items():
+                self.writer.delete_documents_by_term("id", uri)
+                if found is not None:
+                    self.writer.add_document(found[1])
+            self.writer.commit()
+        except BaseException:
+            self.writer.rollback()
+            raise
+        self.directory.set_applied(self.name, changes[-1].seq)
+        self.index.reload()
+        self.applied = changes[-1].seq
+        return len(changes)
+
+    def close_writer(self) -> None:
+        if self.writer is not None:
+            self.writer.wait_merging_threads()
+            self.writer = None
+
+
+class IndexerThread(threading.Thread):
+    """Runs the indexer: wakes on every committed write of this process, and polls for those of
+    other processes."""
+
+    POLL_SECONDS = 0.1
+
+    LOCK_RETRY_SECONDS = 1.0
+
+    def __init__(self, indexer: Indexer, lock: WriterLock, on_applied: Callable[[], None], *, stalled: bool = False):
+        super().__init__(name="fonds-indexer", daemon=True)
+        self.indexer, self.lock, self.on_applied = indexer, lock, on_applied
+        # Crash tests: the index is opened but no change applied, as in a process killed
+        # between a database commit and the index commit.
+        self.stalled = stalled
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        # One writer per index directory: the other workers wait here, and one of them takes
+        # over when the writer's process ends (the lock goes with it).
+        while not self.lock.try_acquire():
+            if self.stopping.wait(self.LOCK_RETRY_SECONDS):
+                return
+        try:
+            while not self.stopping.is_set():
+                try:
+                    self._serve()
+                except Exception:
+                    log.exception("search indexer failed; starting again")
+                    self.indexer.close_writer()
+                    self.stopping.wait(self.LOCK_RETRY_SECONDS)
+        finally:
+            self.indexer.close_writer()
+            self.lock.release()
+
+    def _serve(self) -> None:
+        if self.indexer.index is None or self.indexer.writer is None:
+            self.indexer.open()
+        if self.stalled:
+            self.stopping.wait()
+        while not self.stopping.is_set():
+            self.indexer.follow_rebuild()
+            while self.indexer.apply_pending() and not self.stopping.is_set():
+                self.on_applied()
+            self.on_applied()
+            self.wake.wait(self.POLL_SECONDS)
+            self.wake.clear()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+        self.join(timeout=30)

@@ -1,0 +1,40 @@
+"""Statements that bind a list of values (`IN (...)`) run in bounded chunks.
+
+PostgreSQL takes at most 65,535 bound parameters in one statement and SQLite (before 3.32)
+999; a record with tens of thousands of refs, or a group with as many members, must not reach
+either limit. Every statement binding a caller's list of ids goes through these helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from sqlalchemy import Connection, Executable, Row
+
+# Small enough for any backend's parameter limit even with a few other parameters beside.
+CHUNK = 500
+
+
+def chunked(items: Iterable, size: int | None = None) -> Iterator[list]:
+    """The items in lists of at most `size` (default `CHUNK`), in order (an empty input gives no chunk)."""
+    size = size or CHUNK
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def select_in(conn: Connection, statement_for: Callable[[list], Executable], items: Iterable) -> list[Row]:
+    """Every row of `statement_for(chunk)` over the chunks of `items` (rows of one chunk after another)."""
+    rows: list[Row] = []
+    for chunk in chunked(items):
+        rows += conn.execute(statement_for(chunk)).all()
+    return rows
+
+
+def execute_in(conn: Connection, statement_for: Callable[[list], Executable], items: Iterable) -> int:
+    """Run `statement_for(chunk)` (an UPDATE or DELETE) for each chunk of `items`; returns the rows affected."""
+    return sum(conn.execute(statement_for(chunk)).rowcount for chunk in chunked(items))

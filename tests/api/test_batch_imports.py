@@ -1,0 +1,112 @@
+"""`POST /repositories/{id}/batch_imports` and `fonds import`: records referring to each other by
+temporary URIs, created in dependency order, all or none."""
+
+from __future__ import annotations
+
+import json
+
+from tests.factories import make_user
+from tests.test_cli import run_cli
+
+
+def archive(repo: int) -> list[dict]:
+    """Given children before parents, so the import must order them itself."""
+    base = f"/repositories/{repo}"
+    return [
+        {
+            "jsonmodel_type": "archival_object",
+            "uri": f"{base}/archival_objects/import_item",
+            "title": "Item",
+            "level": "item",
+            "resource": {"ref": f"{base}/resources/import_r"},
+            "parent": {"ref": f"{base}/archival_objects/import_series"},
+        },
+        {
+            "jsonmodel_type": "archival_object",
+            "uri": f"{base}/archival_objects/import_series",
+            "title": "Series",
+            "level": "series",
+            "resource": {"ref": f"{base}/resources/import_r"},
+            "subjects": [{"ref": "/subjects/import_s"}],
+        },
+        {
+            "jsonmodel_type": "resource",
+            "uri": f"{base}/resources/import_r",
+            "title": "Papers",
+            "id_0": "IMP-1",
+            "level": "collection",
+            "subjects": [{"ref": "/subjects/import_s"}],
+        },
+        {"jsonmodel_type": "subject", "uri": "/subjects/import_s", "title": "Imported topic", "source": "local", "terms": []},
+    ]
+
+
+def count(api, path: str) -> int:
+    return len(api.get(path, params={"all_ids": "true"}).json())
+
+
+def test_a_batch_is_created_in_dependency_order_and_maps_its_uris(api, repo):
+    response = api.post(f"/repositories/{repo}/batch_imports", json=archive(repo))
+    assert response.status_code == 200, response.text
+    saved = response.json()[-1]["saved"]
+    assert set(saved) == {
+        f"/repositories/{repo}/archival_objects/import_item",
+        f"/repositories/{repo}/archival_objects/import_series",
+        f"/repositories/{repo}/resources/import_r",
+        "/subjects/import_s",
+    }
+    uri = {key: value[0] for key, value in saved.items()}
+    assert all(value[0].endswith(f"/{value[1]}") for value in saved.values())
+    item = api.get(uri[f"/repositories/{repo}/archival_objects/import_item"]).json()
+    assert item["parent"]["ref"] == uri[f"/repositories/{repo}/archival_objects/import_series"]
+    assert item["resource"]["ref"] == uri[f"/repositories/{repo}/resources/import_r"]
+    resource = api.get(uri[f"/repositories/{repo}/resources/import_r"], params={"resolve[]": "subjects"}).json()
+    assert resource["subjects"][0]["_resolved"]["title"] == "Imported topic"
+
+
+def test_one_bad_record_leaves_nothing_behind(api, repo):
+    records = archive(repo)
+    records[1]["level"] = "not-a-level-anyone-uses"
+    records[1]["dates"] = [{"jsonmodel_type": "date", "date_type": "single"}]  # a date with neither begin nor expression
+    before = (count(api, f"/repositories/{repo}/resources"), count(api, "/subjects"))
+    response = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert response.status_code == 400, response.text
+    assert any(path.startswith("batch_import/1/") for path in response.json()["error"])
+    assert (count(api, f"/repositories/{repo}/resources"), count(api, "/subjects")) == before
+
+
+def test_refused_batches_name_the_problem(api, repo):
+    path = f"/repositories/{repo}/batch_imports"
+    cycle = [
+        {"jsonmodel_type": "archival_object", "uri": "/a", "title": "A", "parent": {"ref": "/b"}},
+        {"jsonmodel_type": "archival_object", "uri": "/b", "title": "B", "parent": {"ref": "/a"}},
+    ]
+    assert "cycle" in json.dumps(api.post(path, json=cycle).json())
+    unknown = api.post(path, json=[{"jsonmodel_type": "spaceship", "title": "x"}])
+    assert unknown.status_code == 400 and "batch_import/0/jsonmodel_type" in unknown.json()["error"]
+    users = api.post(path, json=[{"jsonmodel_type": "user", "username": "x", "name": "x"}])
+    assert users.status_code == 400
+    twice = api.post(path, json=[{"jsonmodel_type": "subject", "uri": "/s", "title": "a"}] * 2)
+    assert twice.status_code == 400 and "batch_import/1/uri" in twice.json()["error"]
+    for body in (b"", b"{}", b"[]", b"[1]", b"not json"):
+        answer = api.post(path, content=body)
+        assert answer.status_code == 400, (body, answer.text)
+
+
+def test_each_record_needs_its_own_types_create_permission(api, repo):
+    viewer = make_user(api, "batchviewer", groups=[api.group_uri(repo, "repository-viewers")])
+    refused = viewer.post(f"/repositories/{repo}/batch_imports", json=archive(repo))
+    assert refused.status_code == 403
+    assert count(api, f"/repositories/{repo}/resources") == 0
+
+
+def test_fonds_import_reads_json_lines_and_reports_the_mapping(app, api, repo, settings, tmp_path):
+    lines = tmp_path / "archive.ndjson"
+    lines.write_text("\n".join(json.dumps(record) for record in archive(repo)) + "\n")
+    result = run_cli(settings, "import", str(lines), "--repository", str(repo))
+    assert result.exit_code == 0, result.output
+    assert "Imported 4 records" in result.output and "/subjects/import_s" in result.output
+    assert count(api, f"/repositories/{repo}/archival_objects") == 2
+    again = run_cli(settings, "import", str(lines), "--repository", str(repo))
+    assert again.exit_code == 1 and "Nothing imported" in again.output  # the resource identifier is taken now
+    assert count(api, f"/repositories/{repo}/archival_objects") == 2

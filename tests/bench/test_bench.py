@@ -1,0 +1,95 @@
+"""The benchmark runs end to end at a tiny scale against a real `fonds serve` (no timed assertions:
+speed is what the bench reports, not what the suite checks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.generate import Archive, plan
+from bench.load import rewrite, saved_uris
+
+ROOT = Path(__file__).resolve().parents[2]
+MEASURED = {"throughput_rps", "p50_ms", "p95_ms", "p99_ms", "requests"}
+ALWAYS_SERVED = [
+    "get_one",
+    "get_resolve",
+    "list_10_first",
+    "list_10_last",
+    "list_250_first",
+    "list_250_last",
+    "all_ids",
+    "login",
+    "create",
+    "update",
+    "delete",
+]
+
+
+def test_generated_archive_refers_only_to_earlier_records():
+    archive = Archive(7, 2, plan(400, agents=True, big_tree=40), global_prefix="t")
+    seen, refs = set(), []
+
+    def collect(value):
+        if isinstance(value, dict):
+            if "ref" in value:
+                refs.append(value["ref"])
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    units = list(archive.units())
+    for unit in units:
+        seen |= {record["uri"] for record in unit}
+        refs.clear()
+        collect(unit)
+        assert set(refs) <= seen
+    kinds = {record["jsonmodel_type"] for unit in units for record in unit}
+    assert kinds == {"subject", "agent_person", "top_container", "accession", "resource", "archival_object"}
+    assert list(Archive(7, 2, plan(400, agents=True, big_tree=40), global_prefix="t").units()) == units  # seeded: the same archive again
+
+
+def test_batch_import_answers_are_mapped_and_refs_rewritten():
+    answer = [{"status": "Importing"}, {"saved": {"/repositories/2/resources/import_1": ["/repositories/2/resources/9", 9]}}]
+    mapping = saved_uris(answer)
+    assert mapping == {"/repositories/2/resources/import_1": "/repositories/2/resources/9"}
+    record = {"resource": {"ref": "/repositories/2/resources/import_1"}, "parent": {"ref": "/repositories/2/archival_objects/import_1_0"}}
+    assert rewrite(record, mapping) == {
+        "resource": {"ref": "/repositories/2/resources/9"},
+        "parent": {"ref": "/repositories/2/archival_objects/import_1_0"},
+    }
+
+
+def test_bench_runs_against_a_real_server(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    command = [sys.executable, "-m", "bench", "--records", "50", "--duration", "0.2", "--clients", "2", "--client", "python"]
+    command += ["--results-dir", str(tmp_path / "results"), "--docs", str(tmp_path / "performance.md")]
+    if os.environ.get("FONDS_TEST_DATABASE_URL"):
+        command += ["--database-url", os.environ["FONDS_TEST_DATABASE_URL"]]
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    [path] = (tmp_path / "results").glob("*.json")
+    result = json.loads(path.read_text())
+    assert path.name.endswith(f"-{result['db']}.json")
+    assert result["load"]["records"] >= 50 and result["load"]["records_per_s"] > 0
+    assert result["ceiling"]["python"]["throughput_rps"] > 0
+    for name in ALWAYS_SERVED:
+        figures = result["scenarios"][name]
+        assert figures["available"] and "failed" not in figures, (name, figures)
+        assert all(isinstance(figures[key], int | float) and figures[key] > 0 for key in MEASURED), (name, figures)
+        assert figures["errors"] == 0, (name, figures)
+        assert figures["ratio_to_ceiling"]["throughput"] > 0
+    for figures in result["scenarios"].values():
+        assert "available" in figures  # routes not served yet are reported, not crashed on
+    assert result["server_rss_mb"]["at_rest"] > 0 and result["server_rss_mb"]["under_load_peak"] > 0
+    assert result["database_bytes"] > 0
+    page = (tmp_path / "performance.md").read_text()
+    assert "| GET one accession | python |" in page
+    assert "No previous" in run.stdout

@@ -1,0 +1,104 @@
+"""The index is derived data: deleted, unreadable or built for other fields, it is rebuilt at
+start-up; `fonds search-status` reports it."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+from typer.testing import CliRunner
+
+from fonds.app import create_app
+from fonds.cli import cli
+from tests.factories import Api
+from tests.search.helpers import accession, hits
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+
+def _restart(settings) -> TestClient:
+    return TestClient(create_app(settings), raise_server_exceptions=False)
+
+
+def _index_dir(settings):
+    return settings.effective_index_dir
+
+
+def _first_run(settings, title: str) -> tuple[int, str]:
+    """Start, write a record, find it, stop; returns (repository id, record URI)."""
+    with _restart(settings) as client:
+        api = Api.login(client)
+        repo = api.create_repository("MSS")
+        uri = accession(api, repo, title)["uri"]
+        assert hits(api, f"/repositories/{repo}/search", q=title.split()[0]) == [uri]
+    return repo, uri
+
+
+def test_a_deleted_index_directory_is_rebuilt_at_start(settings):
+    repo, uri = _first_run(settings, "Survivor of the deletion")
+    shutil.rmtree(_index_dir(settings))
+    with _restart(settings) as client:
+        assert hits(Api.login(client), f"/repositories/{repo}/search", q="survivor") == [uri]
+
+
+def test_an_unreadable_index_is_rebuilt_at_start(settings):
+    repo, uri = _first_run(settings, "Damaged but surviving")
+    live = _index_dir(settings) / (_index_dir(settings) / "CURRENT").read_text()
+    (live / "meta.json").write_text("not json")
+    with _restart(settings) as client:
+        assert hits(Api.login(client), f"/repositories/{repo}/search", q="damaged") == [uri]
+
+
+def test_an_index_deleted_while_serving_is_rebuilt(api, repo, settings):
+    uri = accession(api, repo, "Present before")["uri"]
+    assert hits(api, f"/repositories/{repo}/search", q="present") == [uri]
+    shutil.rmtree(_index_dir(settings))
+    later = accession(api, repo, "Present after")["uri"]
+    assert set(hits(api, f"/repositories/{repo}/search", q="present")) == {uri, later}
+
+
+def test_search_status_on_the_command_line(app, api, repo, settings, monkeypatch):
+    accession(api, repo, "Counted")
+    hits(api, f"/repositories/{repo}/search", q="counted")  # waits until it is indexed
+    for name, value in (
+        ("FONDS_DATA_DIR", settings.data_dir),
+        ("FONDS_DATABASE_URL", settings.database_url),
+        ("FONDS_ADMIN_PASSWORD", "x" * 12),
+    ):
+        if value:
+            monkeypatch.setenv(name, str(value))
+    result = CliRunner().invoke(cli, ["search-status"])
+    assert result.exit_code == 0, result.output
+    assert "Lag:               0 change(s)" in result.output
+    assert "Applied sequence:" in result.output and "gen-" in result.output
+
+
+def _cli(settings, monkeypatch, *args) -> str:
+    for name, value in (
+        ("FONDS_DATA_DIR", settings.data_dir),
+        ("FONDS_DATABASE_URL", settings.database_url),
+        ("FONDS_ADMIN_PASSWORD", "x" * 12),
+    ):
+        if value:
+            monkeypatch.setenv(name, str(value))
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_an_index_restored_from_before_a_prune_is_rebuilt(settings, monkeypatch):
+    repo, first = _first_run(settings, "Before the backup")
+    backup = settings.data_dir / "index-backup"
+    shutil.copytree(_index_dir(settings), backup)
+    with _restart(settings) as client:
+        api = Api.login(client)
+        later = [accession(api, repo, f"After the backup {n}")["uri"] for n in (1, 2)]
+        assert set(hits(api, f"/repositories/{repo}/search", q="backup")) == {first, *later}
+    assert "Removed" in _cli(settings, monkeypatch, "search-prune")
+    shutil.rmtree(_index_dir(settings))
+    shutil.copytree(backup, _index_dir(settings))
+    # The backup has not seen the later record and the log no longer holds it: it is rebuilt.
+    with _restart(settings) as client:
+        assert set(hits(Api.login(client), f"/repositories/{repo}/search", q="backup")) == {first, *later}

@@ -1,0 +1,61 @@
+"""Changes that alter other records' documents reach them: a renamed subject, a moved subtree,
+siblings whose positions shift, deleted records (which leave no document)."""
+
+from __future__ import annotations
+
+from tests.records.helpers import make_ao, make_resource, make_subject, read, update
+from tests.search.helpers import accession, hits, search
+
+
+def _doc(api, repo, uri) -> dict:
+    [doc] = search(api, f"/repositories/{repo}/search", **{"filter_query[]": [f'id:"{uri}"']}).json()["results"]
+    return doc
+
+
+def test_a_renamed_subject_shows_its_new_name_in_linking_records(api, repo):
+    subject = make_subject(api, "Whaling")
+    linked = accession(api, repo, "Logbooks", subjects=[{"ref": subject}])["uri"]
+    assert _doc(api, repo, linked)["subjects"] == ["Whaling"]
+    record = read(api, subject)
+    record["terms"][0]["term"] = "Whale fisheries"
+    assert api.post(subject, json=record).status_code == 200
+    assert _doc(api, repo, linked)["subjects"] == ["Whale fisheries"]
+    assert hits(api, f"/repositories/{repo}/search", q="subjects_text:fisheries", **{"type[]": ["accession"]}) == [linked]
+    assert hits(api, f"/repositories/{repo}/search", q="subjects_text:whaling", **{"type[]": ["accession"]}) == []
+
+
+def test_a_moved_subtree_gets_its_new_ancestors(api, repo):
+    resource = make_resource(api, repo, "Ship papers")
+    first = make_ao(api, repo, "First voyage", resource=resource)["uri"]
+    second = make_ao(api, repo, "Second voyage", resource=resource)["uri"]
+    leg = make_ao(api, repo, "Outward leg", resource=resource, parent=first)["uri"]
+    day = make_ao(api, repo, "Day one", resource=resource, parent=leg)["uri"]
+    assert _doc(api, repo, day)["ancestors"] == [leg, first, resource]
+    assert update(api, leg, parent={"ref": second}).status_code == 200
+    assert _doc(api, repo, day)["ancestors"] == [leg, second, resource]
+    assert _doc(api, repo, leg)["ancestors"] == [second, resource]
+    assert set(hits(api, f"/repositories/{repo}/search", q=f'ancestors:"{second}"')) == {leg, day}
+
+
+def test_siblings_positions_stay_what_get_returns(api, repo):
+    resource = make_resource(api, repo, "Letters")
+    a = make_ao(api, repo, "A", resource=resource)["uri"]
+    b = make_ao(api, repo, "B", resource=resource)["uri"]
+    make_ao(api, repo, "Z", resource=resource, position=0)
+    for uri in (a, b):
+        assert _doc(api, repo, uri)["json"] == api.get(uri).text
+    assert api.delete(a).status_code == 200
+    assert _doc(api, repo, b)["json"] == api.get(b).text
+
+
+def test_deleted_records_leave_no_document(api, repo):
+    resource = make_resource(api, repo, "Doomed papers")
+    child = make_ao(api, repo, "Doomed part", resource=resource)["uri"]
+    kept = accession(api, repo, "Kept papers")["uri"]
+    assert set(hits(api, f"/repositories/{repo}/search", q="doomed")) == {resource, child}
+    assert api.delete(resource).status_code == 200
+    assert hits(api, f"/repositories/{repo}/search", q="doomed") == []
+    assert hits(api, f"/repositories/{repo}/search", q="kept") == [kept]
+    # A whole repository's records go with it.
+    assert api.delete(f"/repositories/{repo}").status_code == 200
+    assert hits(api, "/search", q="kept") == []
