@@ -252,6 +252,8 @@ class World:
                 params["password"] = "attacker-password"
             if path.endswith("/suppressed"):
                 params["suppressed"] = "true"
+            if path.endswith("/batch_imports"):
+                body = [{"jsonmodel_type": "accession", "title": "walked in a batch"}]
             if path == "/search/records":
                 params["uri[]"] = [REGISTRY["accession"].uri(self.ids[("accession", repo_id)], repo_id)]
             if path == "/users/{id}/groups":
@@ -303,7 +305,7 @@ class World:
                 return record_type, "collection"
             if path.startswith(record_type.collection_path + "/{id}"):
                 return record_type, "item" if path == record_type.collection_path + "/{id}" else "sub"
-        if path.startswith("/repositories/{repo_id}/find_by_id/") or path.endswith("/search"):
+        if path.startswith("/repositories/{repo_id}/find_by_id/") or path.endswith(("/search", "/batch_imports")):
             return None, "other"
         if path == "/repositories/{repo_id}/users/{id}":
             return REGISTRY["user"], "sub"

@@ -15,6 +15,7 @@ from fonds.records.registry import RecordType, Registry
 from fonds.search.catalog import FieldCatalog, FieldKind
 from fonds.search.dates import parse_date_interval
 from fonds.search.fields import STORED_DOCUMENT
+from fonds.storage.chunks import chunked
 
 # Keys whose values are plumbing, not words anyone searches for.
 NOT_FULL_TEXT = frozenset(
@@ -79,10 +80,8 @@ def load_records(conn, record_type: RecordType, ids: list[int], render) -> dict[
     table = conn.info["fonds_tables"][record_type.name]
     found: dict[int, tuple[dict, bytes]] = {}
     hidden = record_type.hooks.list_filter(table)
-    for start in range(0, len(ids), 500):
-        where = [table.c.id.in_(ids[start : start + 500])]
-        if hidden is not None:
-            where.append(hidden)
+    for chunk in chunked(ids):
+        where = [table.c.id.in_(chunk)] if hidden is None else [table.c.id.in_(chunk), hidden]
         rows = conn.execute(select(table).where(*where)).all()
         for row, body in zip(rows, render(conn, record_type, rows)):
             found[row.id] = (orjson.loads(body), body)
