@@ -62,7 +62,7 @@ def summary(result: dict) -> list[str]:
     records = ", ".join(f"{k.replace('_', ' ')} {n:,}" for k, n in result["records"].items() if n)
     search = result["searchability"]
     search_line = (
-        f"p50 {search['p50_ms']} ms, max {search['max_ms']} ms over {search['samples']} writes"
+        f"p50 {search['p50_ms']} ms, p95 {search.get('p95_ms', '—')} ms, max {search['max_ms']} ms over {search['samples']} writes"
         if "p50_ms" in search
         else "not available"
         if not search.get("available")
@@ -74,7 +74,14 @@ def summary(result: dict) -> list[str]:
         f"- Server RSS: {rss['at_start']} MB at start, {rss['at_rest']} MB at rest after loading, {rss['under_load_peak']} MB peak under load",
         f"- Database size after loading and the scenarios: {result['database_bytes'] / 1024 / 1024:,.1f} MB",
         f"- From a write's response to its searchability: {search_line}",
+        f"- Reindex (`fonds reindex` while serving): {_reindex_line(result.get('reindex', {}))}",
     ]
+
+
+def _reindex_line(reindex: dict) -> str:
+    if "documents_per_s" in reindex:
+        return f"{reindex['documents']:,} documents in {reindex['seconds']:,} s = **{reindex['documents_per_s']:,} documents/s**"
+    return reindex.get("failed") or reindex.get("reason") or "not measured"
 
 
 def markdown(result: dict) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +57,7 @@ class Bench:
         env.update(FONDS_DATA_DIR=str(self.data_dir / "fonds"), FONDS_ADMIN_PASSWORD=self.password)
         if self.database_url:
             env["FONDS_DATABASE_URL"] = self.database_url
+        self.server_env = env
         serve = [sys.executable, "-m", "fonds", "serve", "--host", HOST, "--port", str(self.port), "--workers", str(self.o.workers)]
         self.server = processes.start(serve, env=env, log_path=log_path, probe_url=f"http://{HOST}:{self.port}/version")
         self.http = httpx.Client(base_url=f"http://{HOST}:{self.port}", timeout=120)
@@ -193,8 +195,23 @@ class Bench:
             "available": True,
             "samples": len(delays),
             "p50_ms": round(delays[len(delays) // 2] * 1000, 2),
+            "p95_ms": round(delays[max(0, -(-len(delays) * 95 // 100) - 1)] * 1000, 2),
             "max_ms": round(delays[-1] * 1000, 2),
         }
+
+    def reindex(self) -> dict:
+        """`fonds reindex` over the loaded archive while the server keeps serving: its wall
+        time and the documents it indexed per second."""
+        if "GET /search/status" not in self.routes:
+            return {"available": False, "reason": "GET /search/status is not served"}
+        command = [sys.executable, "-m", "fonds", "reindex"]
+        began = time.perf_counter()
+        done = subprocess.run(command, env=self.server_env, capture_output=True, text=True, timeout=3600)
+        seconds = time.perf_counter() - began
+        if done.returncode != 0:
+            return {"available": True, "failed": (done.stderr or done.stdout)[-300:]}
+        documents = self.http.get("/search/status").raise_for_status().json()["documents"]
+        return {"available": True, "documents": documents, "seconds": round(seconds, 2), "documents_per_s": round(documents / seconds)}
 
 
 def execute(options: Options) -> dict:
@@ -241,7 +258,9 @@ def _measure_all(bench: Bench, options: Options, database_url: str | None, data_
     result["ceiling"]["python"] = bench._python_ceiling()
     processes.stop(bench.ceiling)  # it would otherwise take CPU from the server
     result["scenarios"] = bench.scenarios(bench.targets())
-    result["searchability"] = bench.searchability(3 if options.duration < 2 else 10)
+    result["searchability"] = bench.searchability(3 if options.duration < 2 else 20)
+    log("reindex …")
+    result["reindex"] = bench.reindex()
     peaks = [s.get("rss_peak_mb", 0) for s in result["scenarios"].values()]
     result["server_rss_mb"] = {
         "at_start": round(start_rss / MB, 1),
