@@ -157,8 +157,9 @@ def renumber(conn, siblings: Siblings) -> None:
 def logical_positions(conn, table, root_column: str, rows, where=()) -> dict[int, int]:
     """Logical positions of `rows` (with id, parent_id, position and the root column).
 
-    Rows of one sibling list are taken in physical order and each counts only the siblings
-    between itself and the previous one, so a page of neighbours costs small range counts."""
+    A lone row of its sibling list costs one range count. Several rows of one list (a batch
+    being indexed, a page of neighbours) cost two queries: a count of the siblings before the
+    first of them and the ordered ids from the first to the last, never one query per row."""
     groups: dict[tuple, list] = {}
     for row in rows:
         if row.position is not None:
@@ -166,15 +167,16 @@ def logical_positions(conn, table, root_column: str, rows, where=()) -> dict[int
     result: dict[int, int] = {}
     for (root_id, parent_id), members in groups.items():
         siblings = Siblings(table, root_column, root_id, parent_id)
-        previous, logical = None, -1
-        for row in sorted(members, key=lambda r: (r.position, r.id)):
-            condition = [siblings.where, table.c.position < row.position, *where]
-            if previous is not None:
-                condition.append(table.c.position > previous)
-            between = conn.execute(select(func.count()).where(*condition)).scalar_one()
-            logical = logical + 1 + between if previous is not None else between
-            result[row.id] = logical
-            previous = row.position
+        first, last = min(r.position for r in members), max(r.position for r in members)
+        before = conn.execute(select(func.count()).where(siblings.where, table.c.position < first, *where)).scalar_one()
+        if len(members) == 1:
+            result[members[0].id] = before
+            continue
+        span = select(table.c.id).where(siblings.where, table.c.position.between(first, last), *where)
+        wanted = {row.id for row in members}
+        for offset, (row_id,) in enumerate(conn.execute(span.order_by(table.c.position, table.c.id))):
+            if row_id in wanted:
+                result[row_id] = before + offset
     return result
 
 
