@@ -115,16 +115,25 @@ class FieldCatalog:
         Names outside the catalog are passed through for the fields the index adds itself."""
         doc = tantivy.Document()
         for name, value in values.items():
-            spec = self._by_name.get(name)
             items = _as_list(value)
-            for item in items:
-                item = _coerce(spec, item) if spec else item
-                if item is None:
-                    continue
-                _add_value(doc, name, item)
-                if spec and spec.stem_field:
-                    _add_value(doc, spec.stem_field, item)
-            if spec and items and not spec.fast:
+            if not items:
+                continue
+            spec = self._by_name.get(name)
+            if spec is None:
+                for item in items:
+                    _add_value(doc, name, item)
+                continue
+            if spec.kind in _ANALYZERS:  # text and keyword: the common case, without per-value dispatch
+                texts = [str(item) for item in items]
+                for twin in (name, spec.stem_field) if spec.stemmed else (name,):
+                    for text in texts:
+                        doc.add_text(twin, text)
+            else:
+                for item in items:
+                    item = _coerce(spec, item)
+                    if item is not None:
+                        _add_value(doc, name, item)
+            if not spec.fast:
                 doc.add_text(PRESENT_FIELD, name)
         return doc
 
