@@ -105,13 +105,28 @@ SUBJECTS = (
     DocumentField("subjects_text", "text", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
     DocumentField("subject_uris", "keyword", lambda doc, _: [r["ref"] for r in _refs(doc, "subjects")]),
 )
+
+
+def _agent_refs(doc: dict, role: str | None = None) -> list[dict]:
+    return [r for r in _refs(doc, "linked_agents") if role is None or r.get("role") == role]
+
+
+# The agents a record links, by their titles (display names' sort names): bare query terms find a
+# record by its agents' names; `creators` are those linked with the role `creator`.
+LINKED_AGENTS = (
+    DocumentField("agents", "keyword", lambda doc, linked: linked.titles(_agent_refs(doc))),
+    DocumentField("agents_text", "text", lambda doc, linked: linked.titles(_agent_refs(doc)), default_weight=1.0),
+    DocumentField("agent_uris", "keyword", lambda doc, _: [r["ref"] for r in _agent_refs(doc)]),
+    DocumentField("creators", "keyword", lambda doc, linked: linked.titles(_agent_refs(doc, "creator"))),
+    DocumentField("creators_text", "text", lambda doc, linked: linked.titles(_agent_refs(doc, "creator"))),
+)
 DATES = (
     DocumentField("dates", "text", lambda doc, _: _date_labels(doc)),
     DocumentField("years", "integer", lambda doc, _: years(doc)),
 )
 EXTENTS = DocumentField("extents", "text", lambda doc, _: _extents(doc))
 LEVEL = DocumentField("level", "keyword", lambda doc, _: doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level"))
-DESCRIBED = (*SUBJECTS, *DATES, EXTENTS)
+DESCRIBED = (*SUBJECTS, *LINKED_AGENTS, *DATES, EXTENTS)
 
 
 # -- per-type specs (each sits beside its type's declaration) --------------------------------
