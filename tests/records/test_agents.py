@@ -309,3 +309,13 @@ def test_agents_are_searchable_by_name_and_type(api):
     everyone = api.get("/search", params={"page": 1, "q": "starbuck"}).json()["results"]
     assert {r["uri"] for r in everyone} == {agent, family}
     assert [r["uri"] for r in api.get("/search", params={"page": 1, "q": "authority_id:n123"}).json()["results"]] == [agent]
+
+
+def test_related_agents_link_agents_and_go_with_them(api):
+    parent = api.create(PEOPLE, person(primary_name="Elder"))["uri"]
+    relation = {"jsonmodel_type": "agent_relationship_parentchild", "relator": "is_child_of", "ref": parent, "description": "son"}
+    child = api.create(PEOPLE, {**person(primary_name="Younger"), "related_agents": [relation]})["uri"]
+    resolved = read(api, child, **{"resolve[]": "related_agents"})["related_agents"][0]
+    assert (resolved["relator"], resolved["_resolved"]["title"]) == ("is_child_of", "Elder")
+    assert api.delete(parent).status_code == 200
+    assert read(api, child).get("related_agents", []) == []
