@@ -319,3 +319,15 @@ def test_related_agents_link_agents_and_go_with_them(api):
     assert (resolved["relator"], resolved["_resolved"]["title"]) == ("is_child_of", "Elder")
     assert api.delete(parent).status_code == 200
     assert read(api, child).get("related_agents", []) == []
+
+
+def test_rights_statements_link_agents(api, repo):
+    agent = api.create(PEOPLE, person(primary_name="Holder"))["uri"]
+    statement = {"rights_type": "copyright", "status": "copyrighted", "jurisdiction": "US", "linked_agents": [{"ref": agent}]}
+    body = {"jsonmodel_type": "accession", "title": "Rights", "rights_statements": [statement]}
+    accession = api.create(f"/repositories/{repo}/accessions", body)["uri"]
+    linked = read(api, accession, **{"resolve[]": "linked_agents"})["rights_statements"][0]["linked_agents"][0]
+    assert linked["_resolved"]["title"] == "Holder"
+    assert read(api, agent)["linked_agent_roles"] == []
+    assert api.delete(agent).status_code == 200
+    assert read(api, accession)["rights_statements"][0].get("linked_agents", []) == []
