@@ -331,3 +331,21 @@ def test_rights_statements_link_agents(api, repo):
     assert read(api, agent)["linked_agent_roles"] == []
     assert api.delete(agent).status_code == 200
     assert read(api, accession)["rights_statements"][0].get("linked_agents", []) == []
+
+
+def test_an_agents_search_document_follows_the_records_linking_it(api, repo):
+    agent = api.create(PEOPLE, person(primary_name="Ahab"))["uri"]
+    software = api.create("/agents/software", {"jsonmodel_type": "agent_software", "names": [{"software_name": "Ahab"}]})["uri"]
+
+    def document() -> dict:
+        [found] = api.get("/search", params={"page": 1, "q": "ahab", "type[]": "agent_person"}).json()["results"]
+        return found
+
+    assert document().get("linked_agent_roles", []) == []
+    resource = make_resource(api, repo, "Logs", linked_agents=[link(agent)])
+    assert document()["linked_agent_roles"] == ["creator"]
+    assert update(api, resource, linked_agents=[link(agent, "subject")]).status_code == 200
+    assert document()["linked_agent_roles"] == ["subject"]
+    everyone = api.get("/search", params={"page": 1, "q": "ahab", "type[]": "agent"}).json()["results"]
+    assert {r["uri"] for r in everyone} == {agent, software}
+    assert all(r["types"][1:] == ["agent"] for r in everyone)

@@ -55,6 +55,8 @@ class SearchSpec:
     # (read connection, registry, document before, document after) -> URIs of other records
     # whose documents changed with this one although their own rows did not.
     dependents: Callable[[Any, Any, dict | None, dict | None], Iterable[str]] | None = None
+    # Types its documents carry besides its own, for `type[]` (every agent is also an `agent`).
+    types: tuple[str, ...] = ()
 
 
 # -- fields several types share ------------------------------------------------------------
@@ -168,6 +170,32 @@ def _node_descendants(conn, registry, node_type: str, uri: str) -> list[str]:
         found += [record_type.uri(i, repo) for i, repo in rows]
         frontier = [i for i, _ in rows]
     return found
+
+
+def _agent_view(doc: dict | None):
+    if not doc:
+        return None
+    links = sorted((r["ref"], r.get("role") or "") for r in _agent_refs(doc))
+    return links, bool(doc.get("publish")), bool(doc.get("suppressed"))
+
+
+def linked_agent_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """An agent's document shows what the records linking it say (its roles, whether one is
+    published): when a record's agents, their roles or its publication change, those agents'
+    documents change although their rows did not."""
+    before, after = _agent_view(old), _agent_view(new)
+    if before == after:
+        return []
+    return sorted({ref for view in (before, after) if view for ref, _ in view[0]})
+
+
+def both(*functions):
+    """Dependents from several rules (a node that also links agents)."""
+
+    def combined(conn, registry, old, new):
+        return [uri for function in functions for uri in function(conn, registry, old, new)]
+
+    return combined
 
 
 def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:

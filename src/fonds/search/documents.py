@@ -106,7 +106,7 @@ def result_fields(record_type: RecordType, doc: dict, linked: LinkedTitles) -> d
         "title": title,
         "title_sort": sort_key(title),
         "primary_type": record_type.name,
-        "types": [record_type.name],
+        "types": [record_type.name, *spec.types],
         "repository": repository or (doc["uri"] if record_type.hooks.contains_repository_records else "global"),
         "publish": bool(doc.get("publish")) and not suppressed,
         "suppressed": suppressed,

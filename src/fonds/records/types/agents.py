@@ -225,18 +225,43 @@ def _names(doc: dict, key: str) -> list[str]:
     return [n[key] for n in doc.get("names", []) if n.get(key)]
 
 
-# What an agent's search document holds besides the shared fields; its title is the display
-# name's sort name, and the records linking it carry that title (`agents`, `creators`).
+def _authorized(doc: dict) -> dict:
+    return next((n for n in doc.get("names", []) if n.get("authorized")), {})
+
+
+def _primary_identifier(doc: dict) -> dict:
+    return next((i for i in doc.get("agent_record_identifiers", []) if i.get("primary_identifier")), {})
+
+
+def _authority(doc: dict, key: str) -> str | None:
+    """ArchivesSpace's indexer: the primary record identifier's id and source, else the authorized name's."""
+    primary = _primary_identifier(doc)
+    if primary:
+        return primary.get("record_identifier" if key == "authority_id" else key)
+    return _authorized(doc).get(key)
+
+
+def _rules(doc: dict, _) -> str | None:
+    declarations = doc.get("agent_conventions_declarations") or [{}]
+    return declarations[0].get("name_rule") or _authorized(doc).get("rules")
+
+
+# What an agent's search document holds besides the shared fields (ArchivesSpace's indexer); its
+# title is the display name's sort name, and the records linking it carry that title
+# (`agents`, `creators`). Every agent is also of type `agent`.
 AGENT_SEARCH = SearchSpec(
     fields=(
-        DocumentField("authority_id", "keyword", lambda doc, _: _names(doc, "authority_id"), default_weight=3.0),
+        DocumentField("authority_id", "keyword", lambda doc, _: _authority(doc, "authority_id"), default_weight=3.0),
+        DocumentField("source", "keyword", lambda doc, _: _authority(doc, "source")),
+        DocumentField("rules", "keyword", _rules),
         DocumentField("names", "text", lambda doc, _: _names(doc, "sort_name"), default_weight=2.0),
-        DocumentField("source", "keyword", lambda doc, _: _names(doc, "source")),
-        DocumentField("rules", "keyword", lambda doc, _: _names(doc, "rules")),
+        DocumentField("linked_agent_roles", "keyword", lambda doc, _: doc.get("linked_agent_roles")),
+        DocumentField("related_agent_uris", "keyword", lambda doc, _: [r["ref"] for r in doc.get("related_agents", []) if r.get("ref")]),
         DocumentField("agent_type", "keyword", lambda doc, _: doc.get("agent_type")),
     ),
     title=lambda doc: doc.get("title"),
     shown_in_linkers=True,
+    types=("agent",),
 )
 UNIQUE_AGENT = UniqueKey(("agent_sha1",), "names", "Agent must be unique", report_conflict=True)
 UNIQUE_AUTHORITY_ID = UniqueKey(("authority_id",), "authority_id", "Authority ID must be unique", report_conflict=True)

@@ -18,7 +18,9 @@ from fonds.records.search_spec import (
     DocumentField,
     SearchSpec,
     ancestor_uris,
+    both,
     copied,
+    linked_agent_dependents,
     node_dependents,
     ref_of,
 )
@@ -133,6 +135,7 @@ ACCESSION_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
+    dependents=linked_agent_dependents,
 )
 
 RESOURCE_SEARCH = SearchSpec(
@@ -147,6 +150,7 @@ RESOURCE_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
+    dependents=linked_agent_dependents,
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -162,7 +166,7 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_dependents,
+    dependents=both(node_dependents, linked_agent_dependents),
 )
 
 
