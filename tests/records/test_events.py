@@ -3,6 +3,7 @@ records, and an event's life tied to its linked records (src/fonds/records/types
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from tests.records.helpers import make_ao, make_resource, read
@@ -126,3 +127,17 @@ def test_events_are_searchable_by_type(api, repo, agent):
     found = api.get(f"/repositories/{repo}/search", params={"page": 1, "type[]": "event", "q": "event_type:processed"}).json()
     assert [(r["uri"], r["primary_type"]) for r in found["results"]] == [(event, "event")]
     assert found["results"][0]["agents"] == ["Processor"]
+
+
+def test_a_records_search_document_lists_the_events_linking_it(api, repo, agent):
+    resource = make_resource(api, repo, "Indexed")
+
+    def indexed_events() -> list:
+        [found] = api.get("/search", params={"page": 1, "q": "indexed", "type[]": "resource"}).json()["results"]
+        return orjson.loads(found["json"])["linked_events"]
+
+    assert indexed_events() == []
+    event = api.create(events_path(repo), event_body(agent, resource, timestamp="2024-01-01T00:00:00Z"))["uri"]
+    assert indexed_events() == [{"ref": event}]
+    assert api.delete(event).status_code == 200
+    assert indexed_events() == []

@@ -68,6 +68,13 @@ def _linked_record_uris(doc: dict, _) -> list[str]:
     return [r["ref"] for r in doc.get("linked_records", []) if r.get("ref")]
 
 
+def linked_record_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """The records an event links show it in `linked_events`: their documents change when the
+    event comes, goes or links other records."""
+    before, after = (set(_linked_record_uris(doc, None)) if doc else set() for doc in (old, new))
+    return sorted(before ^ after) if old and new else sorted(before | after)
+
+
 EVENT_SEARCH = SearchSpec(
     fields=(
         copied("event_type", "keyword"),
@@ -77,6 +84,7 @@ EVENT_SEARCH = SearchSpec(
         *LINKED_AGENTS,
     ),
     title=lambda doc: doc.get("event_type"),
+    dependents=linked_record_dependents,
 )
 
 
