@@ -349,3 +349,20 @@ def test_an_agents_search_document_follows_the_records_linking_it(api, repo):
     everyone = api.get("/search", params={"page": 1, "q": "ahab", "type[]": "agent"}).json()["results"]
     assert {r["uri"] for r in everyone} == {agent, software}
     assert all(r["types"][1:] == ["agent"] for r in everyone)
+
+
+def test_a_batch_import_creates_agents_and_the_records_linking_them(api, repo):
+    batch = [
+        {
+            "jsonmodel_type": "resource",
+            "uri": f"/repositories/{repo}/resources/import_2",
+            "title": "Imported papers",
+            "linked_agents": [link("/agents/people/import_1")],
+        },
+        {**person(primary_name="Imported", rest_of_name="Ida"), "uri": "/agents/people/import_1"},
+    ]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=batch)
+    assert response.status_code == 200, response.text
+    resource = next(r for r in api.get(f"/repositories/{repo}/resources", params={"page": 1}).json()["results"])
+    [linked] = read(api, resource["uri"], **{"resolve[]": "linked_agents"})["linked_agents"]
+    assert linked["_resolved"]["title"] == "Imported, Ida"
