@@ -27,7 +27,7 @@ LINK_FIELD = "linked_agents/*"
 NOT_ARCHIVAL = ("event",)
 # How many linking records an agent's read looks at for roles and publication (its repositories
 # are counted exactly): a creator linked from 100,000 components must still read in milliseconds.
-LINK_SAMPLE = 200
+LINK_SAMPLE = 100
 EXISTENCE = "existence"
 # agent_subrecords whose `publish` follows the agent's (AgentManager::AGENT_SUBRECORDS_WITH_SUBJECTS).
 WITH_SUBJECTS = ("agent_places", "agent_occupations", "agent_functions", "agent_topics")
