@@ -366,3 +366,73 @@ def test_a_batch_import_creates_agents_and_the_records_linking_them(api, repo):
     resource = next(r for r in api.get(f"/repositories/{repo}/resources", params={"page": 1}).json()["results"])
     [linked] = read(api, resource["uri"], **{"resolve[]": "linked_agents"})["linked_agents"]
     assert linked["_resolved"]["title"] == "Imported, Ida"
+
+
+def test_an_agent_exported_from_archivesspace_posts_without_unknown_properties(api):
+    """Shaped like ArchivesSpace's GET of a corporate entity: computed and service-set fields included."""
+    name = {
+        "jsonmodel_type": "name_corporate_entity",
+        "primary_name": "Whaling Museum",
+        "subordinate_name_1": "Library",
+        "sort_name": "Whaling Museum. Library",
+        "sort_name_auto_generate": True,
+        "authorized": True,
+        "is_display_name": True,
+        "conference_meeting": False,
+        "jurisdiction": False,
+        "use_dates": [],
+        "parallel_names": [],
+        "source": "local",
+        "rules": "dacs",
+    }
+    export = {
+        "jsonmodel_type": "agent_corporate_entity",
+        "uri": "/agents/corporate_entities/77",
+        "lock_version": 3,
+        "title": "Whaling Museum. Library",
+        "agent_type": "agent_corporate_entity",
+        "is_slug_auto": True,
+        "publish": True,
+        "is_linked_to_published_record": True,
+        "linked_agent_roles": ["creator"],
+        "used_within_repositories": ["/repositories/2"],
+        "used_within_published_repositories": ["/repositories/2"],
+        "system_generated": False,
+        "is_repo_agent": "Whaling Museum",
+        "names": [name],
+        "display_name": name,
+        "dates_of_existence": [
+            {
+                "jsonmodel_type": "structured_date_label",
+                "date_label": "existence",
+                "date_type_structured": "range",
+                "structured_date_range": {
+                    "jsonmodel_type": "structured_date_range",
+                    "begin_date_standardized": "1903",
+                    "begin_date_standardized_type": "standard",
+                },
+            }
+        ],
+        "agent_record_controls": [{"jsonmodel_type": "agent_record_control", "maintenance_status": "new", "language": "eng"}],
+        "agent_conventions_declarations": [{"jsonmodel_type": "agent_conventions_declaration", "name_rule": "dacs"}],
+        "agent_maintenance_histories": [
+            {
+                "jsonmodel_type": "agent_maintenance_history",
+                "maintenance_event_type": "created",
+                "maintenance_agent_type": "human",
+                "event_date": "2020-01-01",
+                "agent": "admin",
+            }
+        ],
+        "agent_places": [],
+        "agent_contacts": [],
+        "related_agents": [],
+        "external_documents": [],
+        "notes": [],
+    }
+    response = api.post("/agents/corporate_entities", json=export)
+    assert response.status_code == 200, response.text
+    assert response.json()["warnings"] == []
+    agent = read(api, response.json()["uri"])
+    assert (agent["title"], agent["uri"], agent["lock_version"]) == ("Whaling Museum. Library", response.json()["uri"], 0)
+    assert agent["linked_agent_roles"] == [] and agent["used_within_repositories"] == []
