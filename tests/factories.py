@@ -28,17 +28,41 @@ LINKED_PROPERTIES = frozenset(IDENTIFIER_PARTS)
 # The generic tests cover a new type with no entry here: its minimal record is derived from its
 # declaration and schema (`minimal`), as is the optional field the update tests drop
 # (`optional_field`). Add an entry only for a type whose derived record the service refuses.
-MINIMAL_OVERRIDES: dict[str, Callable[[int], dict]] = {}
+MINIMAL_OVERRIDES: dict[str, Callable[[int], dict]] = {
+    # Agents need one name, whose required fields depend on the agent type.
+    "agent_person": lambda n: {"names": [{"primary_name": f"Person {n}", "name_order": "inverted"}]},
+    "agent_corporate_entity": lambda n: {"names": [{"primary_name": f"Corporate entity {n}"}]},
+    "agent_family": lambda n: {"names": [{"family_name": f"Family {n}"}]},
+    "agent_software": lambda n: {"names": [{"software_name": f"Software {n}"}]},
+    # An event has a date or a timestamp (exactly one); `Api.minimal` adds its linked agent and record.
+    "event": lambda n: {"event_type": "accession", "timestamp": f"2024-01-{n % 28 + 1:02d}T10:00:00Z"},
+}
 
 
 def label_field(record_type: RecordType) -> str:
-    """The field naming a record of this type: the first of its first required-one-of."""
-    return record_type.minimum[0].fields[0] if record_type.minimum else "title"
+    """The field naming a record of this type: the first of its first required-one-of, else its
+    schema's first required field (an agent's names, an event's type)."""
+    if record_type.minimum:
+        return record_type.minimum[0].fields[0]
+    return (SCHEMAS[record_type.name].get("required") or ["title"])[0]
 
 
 def _required_fields(record_type: RecordType) -> list[str]:
     schema = SCHEMAS[record_type.name]
-    return list(dict.fromkeys([*(one.fields[0] for one in record_type.minimum), *schema.get("required", [])]))
+    fields = [*(one.fields[0] for one in record_type.minimum), *schema.get("required", [])]
+    return [f for f in dict.fromkeys(fields) if f not in required_links(record_type)]
+
+
+def required_links(record_type: RecordType) -> dict[str, dict]:
+    """Required arrays of refs (an event's linked_agents and linked_records): field -> item schema.
+    Their targets must exist, so `Api.minimal` creates them."""
+    schema = SCHEMAS[record_type.name]
+    found = {}
+    for field in schema.get("required", []):
+        definition = schema["properties"].get(field, {})
+        if definition.get("type") == "array" and "x-ref" in definition.get("items", {}):
+            found[field] = definition["items"]
+    return found
 
 
 def sample_value(record_type: RecordType, field: str, n: int):
@@ -127,12 +151,23 @@ class Api:
     def create_repository(self, code: str) -> int:
         return self.create("/repositories", {"jsonmodel_type": "repository", "repo_code": code, "name": f"{code} repository"})["id"]
 
-    def create_minimal(self, record_type: RecordType, repo_id: int | None) -> dict:
-        """Create the minimal record, and first the records it must refer to (in `repo_id`)."""
+    def minimal(self, record_type: RecordType, repo_id: int | None) -> dict:
+        """The minimal record, once the records it must refer to exist (created in `repo_id`)."""
         record = minimal(record_type)
         for field, target in required_refs(record_type).items():
             record[field] = {"ref": self.create_minimal(REGISTRY[target], repo_id)["uri"]}
-        return self.create(collection_path(record_type, repo_id), record)
+        for field, item in required_links(record_type).items():
+            target = next(name for name in item["x-ref"] if name in REGISTRY.types)
+            link = {"ref": self.create_minimal(REGISTRY[target], repo_id)["uri"]}
+            for key in item.get("required", []):
+                if key != "ref":
+                    link[key] = ENUMERATIONS[item["properties"][key]["x-enum"]]["values"][0]
+            record[field] = [link]
+        return record
+
+    def create_minimal(self, record_type: RecordType, repo_id: int | None) -> dict:
+        """Create the minimal record, and first the records it must refer to (in `repo_id`)."""
+        return self.create(collection_path(record_type, repo_id), self.minimal(record_type, repo_id))
 
     def group_uri(self, repo_id: int, group_code: str) -> str:
         """The URI of the repository's group with this code (e.g. "repository-viewers")."""

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.factories import CRUD_TYPES, collection_path, label_field, minimal, optional_field
+from tests.factories import CRUD_TYPES, SCHEMAS, collection_path, label_field, optional_field
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 AUDIT_TIMES = ("created", "modified", "create_time", "system_mtime", "user_mtime")
@@ -37,7 +37,7 @@ def check_write(body: dict, status: str, record_id: int, lock_version: int, uri:
 
 def new_record(api, rtype, repo, **extra) -> dict:
     """Create a record and return it as read back."""
-    created = api.create(collection_path(rtype, repo), {**minimal(rtype), **extra})
+    created = api.create(collection_path(rtype, repo), {**api.minimal(rtype, repo), **extra})
     response = api.get(created["uri"])
     assert response.status_code == 200, response.text
     return response.json()
@@ -49,7 +49,7 @@ def record_id(record: dict) -> int:
 
 @all_types
 def test_minimal_create_answers_created(api, repo, rtype):
-    response = api.post(collection_path(rtype, repo), json=minimal(rtype))
+    response = api.post(collection_path(rtype, repo), json=api.minimal(rtype, repo))
     assert response.status_code == 200, response.text
     body = response.json()
     check_write(body, "Created", body["id"], 0, rtype.uri(body["id"], repo))
@@ -124,14 +124,16 @@ def test_update_replaces_the_whole_record(api, repo, rtype):
     field, value = optional_field(rtype)
     record = new_record(api, rtype, repo, **{field: value})
     assert record[field] == value
+    # A label that is no plain string (an agent's names) is not renamed here (tests/records/test_agents.py).
+    label = label_field(rtype) if SCHEMAS[rtype.name]["properties"][label_field(rtype)].get("type") == "string" else None
     new_label = f"Renamed {rtype.name}"
-    changed = {**record, label_field(rtype): new_label, "uri": "/somewhere/else"}
+    changed = {**record, "uri": "/somewhere/else", **({label: new_label} if label else {})}
     del changed[field]
     response = api.post(record["uri"], json=changed)
     assert response.status_code == 200, response.text
     check_write(response.json(), "Updated", record_id(record), 1, record["uri"])
     reread = api.get(record["uri"]).json()
-    assert reread[label_field(rtype)] == new_label
+    assert label is None or reread[label] == new_label
     assert field not in reread
     assert reread["lock_version"] == 1
     assert reread["uri"] == record["uri"]
@@ -174,10 +176,10 @@ def test_delete_then_not_found(api, repo, rtype):
 @all_types
 def test_ids_are_never_reused(api, repo, rtype):
     path = collection_path(rtype, repo)
-    api.create(path, minimal(rtype))
-    last = api.create(path, minimal(rtype))
+    api.create(path, api.minimal(rtype, repo))
+    last = api.create(path, api.minimal(rtype, repo))
     assert api.delete(last["uri"]).status_code == 200
-    assert api.create(path, minimal(rtype))["id"] > last["id"]
+    assert api.create(path, api.minimal(rtype, repo))["id"] > last["id"]
 
 
 @all_types
@@ -186,7 +188,7 @@ def test_anonymous_is_denied_everything(api, client, repo, rtype):
     path = collection_path(rtype, repo)
     attempts = [
         client.get(path, params={"page": 1}),
-        client.post(path, json=minimal(rtype)),
+        client.post(path, json=api.minimal(rtype, repo)),
         client.get(record["uri"]),
         client.post(record["uri"], json=record),
         client.delete(record["uri"]),
@@ -198,7 +200,7 @@ def test_anonymous_is_denied_everything(api, client, repo, rtype):
 @all_types
 def test_jsonmodel_type_is_required_and_must_match(api, repo, rtype):
     path = collection_path(rtype, repo)
-    body = minimal(rtype)
+    body = api.minimal(rtype, repo)
     del body["jsonmodel_type"]
     missing = api.post(path, json=body)
     assert missing.status_code == 400
@@ -213,7 +215,7 @@ def test_jsonmodel_type_is_required_and_must_match(api, repo, rtype):
 @all_types
 @pytest.mark.parametrize("blank", ["", None])
 def test_blank_identifying_field_counts_as_missing(api, repo, rtype, blank):
-    response = api.post(collection_path(rtype, repo), json={**minimal(rtype), label_field(rtype): blank})
+    response = api.post(collection_path(rtype, repo), json={**api.minimal(rtype, repo), label_field(rtype): blank})
     assert response.status_code == 400, response.text
     assert label_field(rtype) in response.json()["error"]
 
@@ -241,8 +243,8 @@ def test_unknown_properties_are_dropped_and_reported(api, repo):
 
 
 @by_name(REPO_TYPES)
-def test_the_global_repository_holds_no_records(api, rtype):
-    response = api.post(collection_path(rtype, 1), json=minimal(rtype))
+def test_the_global_repository_holds_no_records(api, repo, rtype):
+    response = api.post(collection_path(rtype, 1), json=api.minimal(rtype, repo))
     assert (response.status_code, response.json()) == (400, {"error": "The global repository cannot contain archival records"})
 
 
@@ -250,7 +252,7 @@ def test_the_global_repository_holds_no_records(api, rtype):
 def test_a_repository_that_does_not_exist(api, repo, rtype):
     missing = {"error": {"repo_id": ["Failed validation -- The Repository must exist"]}}
     path = collection_path(rtype, 999)
-    for response in (api.post(path, json=minimal(rtype)), api.get(path, params={"page": 1}), api.get(f"{path}/1")):
+    for response in (api.post(path, json=api.minimal(rtype, repo)), api.get(path, params={"page": 1}), api.get(f"{path}/1")):
         assert (response.status_code, response.json()) == (400, missing)
 
 

@@ -242,7 +242,7 @@ class World:
                 body = {"jsonmodel_type": record_type.tree.children_type, "children": [{"title": "walked", "level": "file"}]}
         if method == "POST":
             if kind == "collection":
-                body = self._new(record_type, actor)
+                body = self._new(record_type, actor, repo_id)
             elif kind == "item":
                 body = self.api.get(url).json()  # the current record, with its lock_version
                 if record_type.name == "group":
@@ -311,7 +311,7 @@ class World:
             return REGISTRY["user"], "sub"
         raise AssertionError(f"the walk does not know how to reach {path}: teach World.request")
 
-    def _new(self, record_type, actor: Api) -> dict:
+    def _new(self, record_type, actor: Api, repo_id: int) -> dict:
         if record_type.name == "user":
             return {"jsonmodel_type": "user", "username": f"sock{secrets.token_hex(3)}", "name": "Sock puppet", "is_admin": True}
         if record_type.name == "group":
@@ -322,7 +322,7 @@ class World:
                 "grants_permissions": ["manage_repository"],
                 "member_usernames": [actor.username],
             }
-        return minimal(record_type)
+        return self.api.minimal(record_type, repo_id)
 
 
 def walk(app):

@@ -49,6 +49,8 @@ PERMISSIONS = (
         "The ability to create and modify vocabulary records",
         implied_by=("manage_vocabulary_record",),
     ),
+    Permission("update_agent_record", "global", "The ability to create and modify agent records", implied_by=("manage_agent_record",)),
+    Permission("delete_agent_record", "global", "The ability to delete agent records", implied_by=("manage_agent_record",)),
     Permission(
         "update_enumeration_record",
         "global",
@@ -61,7 +63,10 @@ PERMISSIONS = (
     Permission("update_resource_record", "repository", "The ability to create and modify resources records"),
     Permission("update_container_record", "repository", "The ability to create and update container records"),
     Permission("manage_container_record", "repository", "The ability to delete and bulk update container records"),
+    Permission("update_event_record", "repository", "The ability to create and modify event records"),
+    Permission("delete_event_record", "repository", "The ability to delete event records"),
     Permission("manage_subject_record", "repository", "The ability to create, modify and delete a subject record"),
+    Permission("manage_agent_record", "repository", "The ability to create, modify and delete an agent record"),
     Permission("manage_location_profile_record", "repository", "The ability to create, modify and delete a location profile record"),
     Permission("manage_vocabulary_record", "repository", "The ability to create, modify and delete a vocabulary record"),
     Permission("manage_enumeration_record", "repository", "The ability to create, modify and delete a controlled vocabulary list record"),
@@ -74,16 +79,24 @@ REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "reposito
 GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
 
 _BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
-_AUTHORITIES = ("manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record", "manage_enumeration_record")
-_CATALOGUING = (*_BASIC, "manage_container_record", *_AUTHORITIES)
-_DELETING = ("delete_archival_record", "suppress_archival_record")
+# Everyone above basic data entry records events (ArchivesSpace's repository.rb).
+_EVENTS = ("update_event_record",)
+_AUTHORITIES = (
+    "manage_subject_record",
+    "manage_agent_record",
+    "manage_location_profile_record",
+    "manage_vocabulary_record",
+    "manage_enumeration_record",
+)
+_CATALOGUING = (*_BASIC, *_EVENTS, "manage_container_record", *_AUTHORITIES)
+_DELETING = ("delete_archival_record", "suppress_archival_record", "delete_event_record")
 
 # Created with every repository (ArchivesSpace's repository.rb), reduced to the permissions Fonds has.
 STANDARD_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("repository-managers", "Managers of the {code} repository", tuple(sorted(REPOSITORY_CODES))),
     ("repository-archivists", "Archivists of the {code} repository", _CATALOGUING),
     ("repository-project-managers", "Project managers of the {code} repository", (*_CATALOGUING, *_DELETING)),
-    ("repository-advanced-data-entry", "Advanced data entry staff of the {code} repository", (*_BASIC, *_AUTHORITIES)),
+    ("repository-advanced-data-entry", "Advanced data entry staff of the {code} repository", (*_BASIC, *_EVENTS, *_AUTHORITIES)),
     ("repository-basic-data-entry", "Basic data entry staff of the {code} repository", _BASIC),
     ("repository-viewers", "Viewers of the {code} repository", ("view_repository",)),
 )

@@ -30,12 +30,30 @@ def _cascade(conn, registry, start: Key) -> tuple[set[Key], list]:
                         found += [(other.name, i) for i in conn.execute(select(table.c.id).where(table.c.repo_id == record_id)).scalars()]
         level = store.links_to(conn, tables, frontier)
         links += level
+        last: set[tuple[str, int, str]] = set()
         for link in level:
-            if registry[link.source_type].rule_for(link.field).on_target_delete == "cascade":
+            kind = registry[link.source_type].rule_for(link.field).on_target_delete
+            if kind == "cascade":
                 found.append((link.source_type, link.source_id))
+            elif kind == "cascade_last":
+                last.add((link.source_type, link.source_id, link.field))
+        found += _losing_their_last(conn, tables, last, doomed | set(found))
         frontier = [key for key in dict.fromkeys(found) if key not in doomed]
         doomed.update(frontier)
     return doomed, links
+
+
+def _losing_their_last(conn, tables, candidates: set[tuple[str, int, str]], doomed: set[Key]) -> list[Key]:
+    """The sources whose every ref at the field goes with `doomed` (`cascade_last`)."""
+    table = tables["record_link"]
+    going = []
+    for source_type, source_id, field in sorted(candidates):
+        statement = select(table.c.target_type, table.c.target_id).where(
+            table.c.source_type == source_type, table.c.source_id == source_id, table.c.field == field
+        )
+        if all((target_type, target_id) in doomed for target_type, target_id in conn.execute(statement)):
+            going.append((source_type, source_id))
+    return going
 
 
 def _remove_paths(doc: dict, paths: list[str]) -> None:

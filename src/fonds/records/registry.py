@@ -49,10 +49,12 @@ class UniqueKey:
 
 @dataclass(frozen=True)
 class RefRule:
-    """What happens to a record holding a ref at `field` when the ref's target is deleted."""
+    """What happens to a record holding a ref at `field` when the ref's target is deleted;
+    `cascade_last`: the ref is removed, and the record deleted once no ref at `field` remains
+    (an event goes with the last record it links)."""
 
     field: str
-    on_target_delete: Literal["cascade", "restrict", "unlink"]
+    on_target_delete: Literal["cascade", "cascade_last", "restrict", "unlink"]
     unlink_at: str | None = None
     message: str = ""
 

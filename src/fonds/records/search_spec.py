@@ -55,6 +55,8 @@ class SearchSpec:
     # (read connection, registry, document before, document after) -> URIs of other records
     # whose documents changed with this one although their own rows did not.
     dependents: Callable[[Any, Any, dict | None, dict | None], Iterable[str]] | None = None
+    # Types its documents carry besides its own, for `type[]` (every agent is also an `agent`).
+    types: tuple[str, ...] = ()
 
 
 # -- fields several types share ------------------------------------------------------------
@@ -105,13 +107,28 @@ SUBJECTS = (
     DocumentField("subjects_text", "text", lambda doc, linked: linked.titles(_refs(doc, "subjects"))),
     DocumentField("subject_uris", "keyword", lambda doc, _: [r["ref"] for r in _refs(doc, "subjects")]),
 )
+
+
+def _agent_refs(doc: dict, role: str | None = None) -> list[dict]:
+    return [r for r in _refs(doc, "linked_agents") if role is None or r.get("role") == role]
+
+
+# The agents a record links, by their titles (display names' sort names): bare query terms find a
+# record by its agents' names; `creators` are those linked with the role `creator`.
+LINKED_AGENTS = (
+    DocumentField("agents", "keyword", lambda doc, linked: linked.titles(_agent_refs(doc))),
+    DocumentField("agents_text", "text", lambda doc, linked: linked.titles(_agent_refs(doc)), default_weight=1.0),
+    DocumentField("agent_uris", "keyword", lambda doc, _: [r["ref"] for r in _agent_refs(doc)]),
+    DocumentField("creators", "keyword", lambda doc, linked: linked.titles(_agent_refs(doc, "creator"))),
+    DocumentField("creators_text", "text", lambda doc, linked: linked.titles(_agent_refs(doc, "creator"))),
+)
 DATES = (
     DocumentField("dates", "text", lambda doc, _: _date_labels(doc)),
     DocumentField("years", "integer", lambda doc, _: years(doc)),
 )
 EXTENTS = DocumentField("extents", "text", lambda doc, _: _extents(doc))
 LEVEL = DocumentField("level", "keyword", lambda doc, _: doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level"))
-DESCRIBED = (*SUBJECTS, *DATES, EXTENTS)
+DESCRIBED = (*SUBJECTS, *LINKED_AGENTS, *DATES, EXTENTS)
 
 
 # -- per-type specs (each sits beside its type's declaration) --------------------------------
@@ -153,6 +170,32 @@ def _node_descendants(conn, registry, node_type: str, uri: str) -> list[str]:
         found += [record_type.uri(i, repo) for i, repo in rows]
         frontier = [i for i, _ in rows]
     return found
+
+
+def _agent_view(doc: dict | None):
+    if not doc:
+        return None
+    links = sorted((r["ref"], r.get("role") or "") for r in _agent_refs(doc))
+    return links, bool(doc.get("publish")), bool(doc.get("suppressed"))
+
+
+def linked_agent_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """An agent's document shows what the records linking it say (its roles, whether one is
+    published): when a record's agents, their roles or its publication change, those agents'
+    documents change although their rows did not."""
+    before, after = _agent_view(old), _agent_view(new)
+    if before == after:
+        return []
+    return sorted({ref for view in (before, after) if view for ref, _ in view[0]})
+
+
+def both(*functions):
+    """Dependents from several rules (a node that also links agents)."""
+
+    def combined(conn, registry, old, new):
+        return [uri for function in functions for uri in function(conn, registry, old, new)]
+
+    return combined
 
 
 def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:

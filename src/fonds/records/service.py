@@ -327,7 +327,8 @@ class RecordService(TreeQueries):
         tree = record_type.tree
         if rows and tree is not None and tree.node == record_type.name:
             # A node's position and ancestors are computed at read time.
-            extras = node_fields.read_extras(conn, self.registry, tree, rows)
+            node = node_fields.read_extras(conn, self.registry, tree, rows)
+            extras = node if extras is None else [{**own, **more} for own, more in zip(extras, node)]
         if extras is None:
             return [row.json for row in rows]
         return [splice(row.json, extra) for row, extra in zip(rows, extras)]

@@ -58,7 +58,7 @@ def _refs_in(node, out: set[str]) -> set[str]:
 class LinkedTitles:
     """Titles of the records a batch of records links to, fetched in one query per type."""
 
-    def __init__(self, conn, registry: Registry, render, records: Iterable[dict]):
+    def __init__(self, conn, registry: Registry, records: Iterable[dict]):
         wanted: dict[str, list[int]] = defaultdict(list)
         for uri in set().union(*(_refs_in(record, set()) for record in records)):
             parsed = registry.parse_uri(uri)
@@ -66,9 +66,13 @@ class LinkedTitles:
                 wanted[parsed.record_type.name].append(parsed.record_id)
         self._titles: dict[str, str] = {}
         for name, ids in wanted.items():
-            record_type = registry[name]
-            for doc, _ in load_records(conn, record_type, ids, render).values():
-                self._titles[doc["uri"]] = record_type.search.title(doc) or ""
+            # A linked record's title is derived when it is written: its stored JSON holds it, so
+            # the fields computed at read time (an agent's, from every record linking it) are skipped.
+            record_type, table = registry[name], conn.info["fonds_tables"][name]
+            for chunk in chunked(ids):
+                for (body,) in conn.execute(select(table.c.json).where(table.c.id.in_(chunk))):
+                    doc = orjson.loads(body)
+                    self._titles[doc["uri"]] = record_type.search.title(doc) or ""
 
     def titles(self, refs: Iterable[dict]) -> list[str]:
         return [self._titles[r["ref"]] for r in refs if r.get("ref") in self._titles]
@@ -106,7 +110,7 @@ def result_fields(record_type: RecordType, doc: dict, linked: LinkedTitles) -> d
         "title": title,
         "title_sort": sort_key(title),
         "primary_type": record_type.name,
-        "types": [record_type.name],
+        "types": [record_type.name, *spec.types],
         "repository": repository or (doc["uri"] if record_type.hooks.contains_repository_records else "global"),
         "publish": bool(doc.get("publish")) and not suppressed,
         "suppressed": suppressed,

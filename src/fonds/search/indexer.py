@@ -46,7 +46,7 @@ class DocumentBuilder:
                 by_type[parsed.record_type.name].append(parsed.record_id)
             result[uri] = None
         loaded = {name: load_records(conn, self.registry[name], ids, self.render) for name, ids in by_type.items()}
-        linked = LinkedTitles(conn, self.registry, self.render, [doc for found in loaded.values() for doc, _ in found.values()])
+        linked = LinkedTitles(conn, self.registry, [doc for found in loaded.values() for doc, _ in found.values()])
         for name, found in loaded.items():
             record_type = self.registry[name]
             for record, body in found.values():

@@ -166,5 +166,8 @@ def children(service, conn, node_type, node, resolve: list[str]) -> list[bytes]:
     table = conn.info["fonds_tables"][node_type.name]
     rows = conn.execute(select(table).where(table.c.parent_id == node.id).order_by(table.c.position, table.c.id)).all()
     extras = node_fields.read_extras(conn, service.registry, node_type.tree, rows, known_positions=range(len(rows)))
+    own = node_type.hooks.read_extras(conn, rows) if rows else None
+    if own is not None:
+        extras = [{**fields, **more} for fields, more in zip(own, extras)]
     bodies = [splice(row.json, extra) for row, extra in zip(rows, extras)]
     return service.with_resolved(conn, bodies, resolve)

@@ -18,10 +18,13 @@ from fonds.records.search_spec import (
     DocumentField,
     SearchSpec,
     ancestor_uris,
+    both,
     copied,
+    linked_agent_dependents,
     node_dependents,
     ref_of,
 )
+from fonds.records.types.events import linked_events
 from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
@@ -52,7 +55,16 @@ def identifier_errors(doc: dict) -> FieldErrors:
     return errors
 
 
-class AccessionHooks(Hooks):
+class ArchivalHooks(Hooks):
+    """An archival record lists the events linking it (`linked_events`) when read."""
+
+    def read_extras(self, conn, rows):
+        return linked_events(conn, self.type_name, [row.id for row in rows])
+
+
+class AccessionHooks(ArchivalHooks):
+    type_name = "accession"
+
     def check(self, doc):
         return identifier_errors(doc)
 
@@ -62,7 +74,9 @@ class AccessionHooks(Hooks):
         ctx.columns["identifier"] = _identifier(doc)
 
 
-class ResourceHooks(Hooks):
+class ResourceHooks(ArchivalHooks):
+    type_name = "resource"
+
     def check(self, doc):
         return identifier_errors(doc)
 
@@ -87,7 +101,9 @@ def archival_object_display_string(doc: dict) -> str:
     return ", ".join(part for part in (title, dates) if part) if title and dates else (title or dates)
 
 
-class ArchivalObjectHooks(Hooks):
+class ArchivalObjectHooks(ArchivalHooks):
+    type_name = "archival_object"
+
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
 
@@ -119,6 +135,7 @@ ACCESSION_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
+    dependents=linked_agent_dependents,
 )
 
 RESOURCE_SEARCH = SearchSpec(
@@ -133,6 +150,7 @@ RESOURCE_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
+    dependents=linked_agent_dependents,
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -148,7 +166,7 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_dependents,
+    dependents=both(node_dependents, linked_agent_dependents),
 )
 
 
