@@ -22,6 +22,7 @@ from fonds.records.search_spec import (
     node_dependents,
     ref_of,
 )
+from fonds.records.trees.decorations import ArchivalTreeViews
 from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
@@ -30,7 +31,7 @@ IDENTIFIER_TAKEN = "That ID is already in use"
 INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
 ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
 # The resource's tree of archival objects: its routes, reads and moves are records/trees.
-ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children")
+ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children", views=ArchivalTreeViews())
 
 
 def _identifier(doc: dict) -> str | None:
