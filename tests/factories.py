@@ -37,8 +37,10 @@ def label_field(record_type: RecordType) -> str:
 
 
 def _required_fields(record_type: RecordType) -> list[str]:
+    """Required fields with plain values (required references are `required_refs`)."""
     schema = SCHEMAS[record_type.name]
-    return list(dict.fromkeys([*(one.fields[0] for one in record_type.minimum), *schema.get("required", [])]))
+    fields = [*(one.fields[0] for one in record_type.minimum), *schema.get("required", [])]
+    return [f for f in dict.fromkeys(fields) if "x-ref" not in schema["properties"].get(f, {})]
 
 
 def sample_value(record_type: RecordType, field: str, n: int):
@@ -79,10 +81,11 @@ def optional_field(record_type: RecordType) -> tuple[str, str]:
 
 
 def required_refs(record_type: RecordType) -> dict[str, str]:
-    """The references ArchivesSpace requires (an archival object's resource): field -> target type."""
+    """The references required (a digital object component's digital object) or that ArchivesSpace
+    requires (an archival object's resource): field -> target type."""
     schema = SCHEMAS[record_type.name]
     found = {}
-    for field in schema.get("x-aspace-required", []):
+    for field in [*schema.get("required", []), *schema.get("x-aspace-required", [])]:
         targets = [name for name in schema["properties"].get(field, {}).get("x-ref", []) if name in REGISTRY.types]
         if targets:
             found[field] = targets[0]
@@ -127,12 +130,16 @@ class Api:
     def create_repository(self, code: str) -> int:
         return self.create("/repositories", {"jsonmodel_type": "repository", "repo_code": code, "name": f"{code} repository"})["id"]
 
-    def create_minimal(self, record_type: RecordType, repo_id: int | None) -> dict:
-        """Create the minimal record, and first the records it must refer to (in `repo_id`)."""
+    def minimal(self, record_type: RecordType, repo_id: int | None) -> dict:
+        """The minimal record, with the records it must refer to created first (in `repo_id`)."""
         record = minimal(record_type)
         for field, target in required_refs(record_type).items():
             record[field] = {"ref": self.create_minimal(REGISTRY[target], repo_id)["uri"]}
-        return self.create(collection_path(record_type, repo_id), record)
+        return record
+
+    def create_minimal(self, record_type: RecordType, repo_id: int | None) -> dict:
+        """Create the minimal record, and first the records it must refer to (in `repo_id`)."""
+        return self.create(collection_path(record_type, repo_id), self.minimal(record_type, repo_id))
 
     def group_uri(self, repo_id: int, group_code: str) -> str:
         """The URI of the repository's group with this code (e.g. "repository-viewers")."""

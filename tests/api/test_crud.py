@@ -37,7 +37,7 @@ def check_write(body: dict, status: str, record_id: int, lock_version: int, uri:
 
 def new_record(api, rtype, repo, **extra) -> dict:
     """Create a record and return it as read back."""
-    created = api.create(collection_path(rtype, repo), {**minimal(rtype), **extra})
+    created = api.create(collection_path(rtype, repo), {**api.minimal(rtype, repo), **extra})
     response = api.get(created["uri"])
     assert response.status_code == 200, response.text
     return response.json()
@@ -49,7 +49,7 @@ def record_id(record: dict) -> int:
 
 @all_types
 def test_minimal_create_answers_created(api, repo, rtype):
-    response = api.post(collection_path(rtype, repo), json=minimal(rtype))
+    response = api.post(collection_path(rtype, repo), json=api.minimal(rtype, repo))
     assert response.status_code == 200, response.text
     body = response.json()
     check_write(body, "Created", body["id"], 0, rtype.uri(body["id"], repo))
@@ -174,10 +174,10 @@ def test_delete_then_not_found(api, repo, rtype):
 @all_types
 def test_ids_are_never_reused(api, repo, rtype):
     path = collection_path(rtype, repo)
-    api.create(path, minimal(rtype))
-    last = api.create(path, minimal(rtype))
+    api.create(path, api.minimal(rtype, repo))
+    last = api.create(path, api.minimal(rtype, repo))
     assert api.delete(last["uri"]).status_code == 200
-    assert api.create(path, minimal(rtype))["id"] > last["id"]
+    assert api.create(path, api.minimal(rtype, repo))["id"] > last["id"]
 
 
 @all_types
@@ -241,8 +241,8 @@ def test_unknown_properties_are_dropped_and_reported(api, repo):
 
 
 @by_name(REPO_TYPES)
-def test_the_global_repository_holds_no_records(api, rtype):
-    response = api.post(collection_path(rtype, 1), json=minimal(rtype))
+def test_the_global_repository_holds_no_records(api, repo, rtype):
+    response = api.post(collection_path(rtype, 1), json=api.minimal(rtype, repo))
     assert (response.status_code, response.json()) == (400, {"error": "The global repository cannot contain archival records"})
 
 
@@ -250,7 +250,7 @@ def test_the_global_repository_holds_no_records(api, rtype):
 def test_a_repository_that_does_not_exist(api, repo, rtype):
     missing = {"error": {"repo_id": ["Failed validation -- The Repository must exist"]}}
     path = collection_path(rtype, 999)
-    for response in (api.post(path, json=minimal(rtype)), api.get(path, params={"page": 1}), api.get(f"{path}/1")):
+    for response in (api.post(path, json=api.minimal(rtype, repo)), api.get(path, params={"page": 1}), api.get(f"{path}/1")):
         assert (response.status_code, response.json()) == (400, missing)
 
 

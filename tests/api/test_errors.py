@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fonds.records.schemas import load_schema_files
-from tests.factories import CRUD_TYPES, collection_path, minimal
+from tests.factories import CRUD_TYPES, collection_path
 
 CACHE_CONTROL = "private, must-revalidate, max-age=0"
 PARSE = "Had some trouble parsing your request: "
@@ -260,7 +260,7 @@ def assert_sound(api, response) -> None:
 @pytest.mark.parametrize("name", FUZZ_TYPES)
 def test_fuzzed_records_never_cause_a_server_error(api, repo, name):
     path = collection(name, repo)
-    target = api.create(path, minimal(FUZZ_TYPES[name]))["uri"]
+    target = api.create(path, api.minimal(FUZZ_TYPES[name], repo))["uri"]
 
     @FUZZ
     @given(body=record_like(name), update=st.booleans())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import CRUD_TYPES, collection_path, minimal
+from tests.factories import CRUD_TYPES, collection_path
 
 REQUIRED = ["Parameter required but no value provided"]
 PAGED_TYPES = [t for t in CRUD_TYPES if not t.list_is_plain_array]
@@ -194,7 +194,7 @@ def test_listings_are_scoped_to_their_repository(api, repo, path):
 @pytest.mark.parametrize("rtype", PAGED_TYPES, ids=lambda t: t.name)
 def test_every_paged_type_follows_the_same_rules(api, repo, rtype):
     path = collection_path(rtype, repo)
-    ids = [api.create(path, minimal(rtype))["id"] for _ in range(3)]
+    ids = [api.create(path, api.minimal(rtype, repo))["id"] for _ in range(3)]
     page = api.get(path, params={"page": 2, "page_size": 2}).json()
     assert (page["last_page"], page["this_page"], page["total"], len(page["results"])) == (2, 2, 3, 1)
     assert page["results"][0]["uri"] == rtype.uri(ids[2], repo)

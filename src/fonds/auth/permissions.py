@@ -60,6 +60,7 @@ PERMISSIONS = (
     Permission("update_accession_record", "repository", "The ability to create and modify accessions records"),
     Permission("update_resource_record", "repository", "The ability to create and modify resources records"),
     Permission("update_container_record", "repository", "The ability to create and update container records"),
+    Permission("update_digital_object_record", "repository", "The ability to create and modify digital objects records"),
     Permission("manage_container_record", "repository", "The ability to delete and bulk update container records"),
     Permission("manage_subject_record", "repository", "The ability to create, modify and delete a subject record"),
     Permission("manage_location_profile_record", "repository", "The ability to create, modify and delete a location profile record"),
@@ -73,7 +74,7 @@ PERMISSION_CODES = frozenset(BY_CODE)
 REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "repository")
 GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
 
-_BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
+_BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_digital_object_record", "update_container_record")
 _AUTHORITIES = ("manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record", "manage_enumeration_record")
 _CATALOGUING = (*_BASIC, "manage_container_record", *_AUTHORITIES)
 _DELETING = ("delete_archival_record", "suppress_archival_record")

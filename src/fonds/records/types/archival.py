@@ -27,8 +27,11 @@ from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
 IDENTIFIER_TAKEN = "That ID is already in use"
-# Deleting a top container deletes the instances that point at it (ArchivesSpace).
-INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
+# Deleting a top container or a digital object deletes the instances that point at it (ArchivesSpace).
+INSTANCE_RULES = (
+    RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),
+    RefRule("instances/*/digital_object", "unlink", unlink_at="instances/*"),
+)
 ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
 # The resource's tree of archival objects: its routes, reads and moves are records/trees.
 ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children", views=ArchivalTreeViews())
@@ -53,9 +56,25 @@ def identifier_errors(doc: dict) -> FieldErrors:
     return errors
 
 
+def instance_errors(doc: dict) -> FieldErrors:
+    """ArchivesSpace's check_instance (common/validations.rb): a digital object instance names its
+    digital object, a digital object is only named by such an instance, any other holds a container."""
+    errors: FieldErrors = {}
+    for index, instance in enumerate(doc.get("instances", [])):
+        kind, path = instance.get("instance_type"), f"instances/{index}"
+        if kind == "digital_object":
+            if not instance.get("digital_object"):
+                errors[f"{path}/digital_object"] = ["Can't be empty"]
+        elif instance.get("digital_object"):
+            errors[f"{path}/instance_type"] = ["An instance with a digital object reference must be of type 'digital_object'"]
+        elif kind and not instance.get("sub_container"):
+            errors[f"{path}/sub_container"] = ["Can't be empty"]
+    return errors
+
+
 class AccessionHooks(Hooks):
     def check(self, doc):
-        return identifier_errors(doc)
+        return {**identifier_errors(doc), **instance_errors(doc)}
 
     def derive(self, ctx, doc):
         ids = [doc[p] for p in IDENTIFIER_PARTS if doc.get(p)]
@@ -65,7 +84,7 @@ class AccessionHooks(Hooks):
 
 class ResourceHooks(Hooks):
     def check(self, doc):
-        return identifier_errors(doc)
+        return {**identifier_errors(doc), **instance_errors(doc)}
 
     def derive(self, ctx, doc):
         doc["tree"] = {"ref": f"{ctx.uri}/tree"}
@@ -82,13 +101,17 @@ def _date_label(date: dict) -> str:
     return f"bulk: {text}" if date.get("date_type") == "bulk" else text
 
 
-def archival_object_display_string(doc: dict) -> str:
+def archival_object_display_string(doc: dict, name: str | None = None) -> str:
+    """The title (or `name`, for records named otherwise) and the dates (ArchivesSpace's display string)."""
     dates = ", ".join(_date_label(d) for d in doc.get("dates", []))
-    title = doc.get("title", "")
+    title = (doc.get("title") if name is None else name) or ""
     return ", ".join(part for part in (title, dates) if part) if title and dates else (title or dates)
 
 
 class ArchivalObjectHooks(Hooks):
+    def check(self, doc):
+        return instance_errors(doc)
+
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
 
