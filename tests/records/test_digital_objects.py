@@ -240,3 +240,22 @@ def test_search_finds_digital_objects_and_components(api, repo):
     assert hits(api, path, q="P3", **{"type[]": "digital_object_component"}) == [component]
     assert hits(api, path, q=f'ancestors:"{digital_object}"') == [component]
     assert hits(api, path, root_record=digital_object) == [component]
+
+
+def test_search_follows_the_instances_pointing_at_a_digital_object(api, repo):
+    digital_object = make_do(api, repo, "DO-13")
+    resource = make_resource(api, repo, "Papers")
+    component = make_ao(api, repo, "Letters", resource=resource, publish=True)["uri"]
+    path = f"/repositories/{repo}/search"
+    assert hits(api, path, q=f'linked_instance_uris:"{component}"') == []
+    record = read(api, component)
+    record["instances"] = [do_instance(digital_object)]
+    assert api.post(component, json=record).status_code == 200
+    # The digital object's row did not change; its document follows the archival object's.
+    assert hits(api, path, q=f'linked_instance_uris:"{component}"') == [digital_object]
+    assert hits(api, path, q=f'collection_uri_u_sstr:"{resource}"') == [digital_object]
+    assert hits(api, path, q=f'digital_object_uris:"{digital_object}"') == [component]
+    record = read(api, component)
+    record["publish"] = False
+    assert api.post(component, json=record).status_code == 200
+    assert hits(api, path, q=f'collection_uri_u_sstr:"{resource}"') == []

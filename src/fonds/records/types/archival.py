@@ -133,6 +133,28 @@ class ArchivalObjectHooks(Hooks):
         )
 
 
+def _digital_objects(doc: dict | None) -> list[str]:
+    """The digital objects the record's instances point at."""
+    refs = [ref_of(instance, "digital_object") for instance in (doc or {}).get("instances", [])]
+    return list(dict.fromkeys(ref for ref in refs if ref))
+
+
+def instance_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """A digital object's `linked_instances` and `collection` are computed from the records whose
+    instances point at it (and from an archival object's resource and publish flag)."""
+    before, after = _digital_objects(old), _digital_objects(new)
+    old, new = old or {}, new or {}
+    if (old.get("publish"), ref_of(old, "resource")) != (new.get("publish"), ref_of(new, "resource")):
+        return list(dict.fromkeys(before + after))
+    return sorted(set(before) ^ set(after))
+
+
+def _node_and_instance_dependents(conn, registry, old, new) -> list[str]:
+    return [*node_dependents(conn, registry, old, new), *instance_dependents(conn, registry, old, new)]
+
+
+DIGITAL_OBJECT_URIS = DocumentField("digital_object_uris", "keyword", lambda doc, _: _digital_objects(doc))
+
 # What each type's search documents hold (fonds.records.search_spec).
 ACCESSION_SEARCH = SearchSpec(
     fields=(
@@ -141,8 +163,10 @@ ACCESSION_SEARCH = SearchSpec(
         copied("accession_date", "date"),
         copied("acquisition_type", "keyword"),
         copied("resource_type", "keyword"),
+        DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
+    dependents=instance_dependents,
 )
 
 RESOURCE_SEARCH = SearchSpec(
@@ -155,8 +179,10 @@ RESOURCE_SEARCH = SearchSpec(
         copied("finding_aid_filing_title", "text", default_weight=2.0),
         copied("finding_aid_status", "keyword"),
         copied("resource_type", "keyword"),
+        DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
+    dependents=instance_dependents,
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -169,10 +195,11 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         DocumentField("parent", "keyword", lambda doc, _: ref_of(doc, "parent")),
         DocumentField("ancestors", "keyword", lambda doc, _: ancestor_uris(doc)),
         copied("position", "integer"),
+        DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_dependents,
+    dependents=_node_and_instance_dependents,
 )
 
 

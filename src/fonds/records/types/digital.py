@@ -41,6 +41,10 @@ def file_version_errors(type_name: str, doc: dict) -> FieldErrors:
     return errors
 
 
+def _refs(doc: dict, key: str) -> list[str]:
+    return list(dict.fromkeys(item["ref"] for item in doc.get(key) or [] if item.get("ref")))
+
+
 def _file_uris(doc: dict) -> list[str]:
     return [version["file_uri"] for version in doc.get("file_versions", []) if version.get("file_uri")]
 
@@ -154,7 +158,11 @@ DIGITAL_OBJECT_SEARCH = SearchSpec(
         copied("digital_object_id", "keyword"),
         copied("digital_object_type", "keyword"),
         LEVEL,
+        copied("restrictions", "boolean"),
         FILE_URIS,
+        # ArchivesSpace's names for the records whose instances point here and their collections.
+        DocumentField("linked_instance_uris", "keyword", lambda doc, _: _refs(doc, "linked_instances")),
+        DocumentField("collection_uri_u_sstr", "keyword", lambda doc, _: _refs(doc, "collection")),
         *DESCRIBED,
     ),
 )
@@ -163,6 +171,8 @@ DIGITAL_OBJECT_COMPONENT_SEARCH = SearchSpec(
     fields=(
         copied("identifier", "keyword", "component_id", default_weight=3.0),
         copied("component_id", "keyword"),
+        # ArchivesSpace indexes a component's component_id as its digital_object_id too.
+        copied("digital_object_id", "keyword", "component_id"),
         DocumentField("digital_object", "keyword", lambda doc, _: ref_of(doc, "digital_object")),
         DocumentField("parent", "keyword", lambda doc, _: ref_of(doc, "parent")),
         DocumentField("ancestors", "keyword", lambda doc, _: ancestor_uris(doc)),
