@@ -187,7 +187,7 @@ def test_digital_objects_have_no_ordered_records_route(api, plates):
 
 
 def test_batch_children_are_all_or_none(api, plates):
-    digital_object, album = plates
+    _, album = plates
     wrong = api.post(f"{album}/children", json={"jsonmodel_type": "archival_record_children", "children": [{"title": "x"}]})
     assert wrong.status_code == 400
     assert list(wrong.json()["error"]) == ["jsonmodel_type"]
