@@ -101,6 +101,23 @@ def test_a_representative_file_version_must_be_published_and_alone(api, repo):
     assert api.post(path, json={**body, "file_versions": [two[0], file_version("b.tif", publish=True)]}).status_code == 200
 
 
+def test_the_representative_file_version_is_chosen_as_archivesspace_does(api, repo):
+    thumbnail = file_version("https://x.org/t.jpg", publish=True, use_statement="image-thumbnail")
+    master = file_version("https://x.org/m.tif", publish=True, is_representative=True)
+    following = file_version("https://x.org/big.tif", publish=True)
+    body = {"jsonmodel_type": "digital_object", "title": "Scans", "digital_object_id": "DO-R"}
+    response = api.post(
+        f"/repositories/{repo}/digital_objects",
+        json={**body, "file_versions": [thumbnail, master, following], "representative_file_version": {"file_uri": "mine"}},
+    )
+    assert response.status_code == 200 and response.json()["warnings"] == []
+    assert read(api, response.json()["uri"])["representative_file_version"] == {**master, "link_uri": "https://x.org/big.tif"}
+    # Without a representative one, a published thumbnail stands in; unpublished files never do.
+    uri = make_do(api, repo, "DO-S", file_versions=[{**master, "publish": False, "is_representative": False}, thumbnail])
+    assert read(api, uri)["representative_file_version"] == thumbnail
+    assert "representative_file_version" not in read(api, make_do(api, repo, "DO-T", file_versions=[file_version("a.tif")]))
+
+
 def test_components_follow_the_same_file_version_rules(api, repo):
     digital_object = make_do(api, repo, "DO-3")
     body = {

@@ -49,12 +49,57 @@ def _file_uris(doc: dict) -> list[str]:
     return [version["file_uri"] for version in doc.get("file_versions", []) if version.get("file_uri")]
 
 
+def _iiif_manifest(version: dict) -> bool:
+    wanted = {"file_format_name": "iiif", "use_statement": "text-json", "xlink_show_attribute": "embed"}
+    return all(version.get(key) == value for key, value in wanted.items())
+
+
+def representative_file_version(versions: list[dict]) -> dict | None:
+    """ArchivesSpace's choice (mixins/representative_file_version.rb): the published representative
+    file version, else the first published thumbnail, else the first published embeddable web
+    file that is no IIIF manifest; `link_uri` is the published file version that follows it."""
+    candidates: list[list[dict] | None] = [None, None, None]
+    last = None
+    for version in versions:
+        if candidates[0] is not None and len(candidates[0]) == 2:
+            break
+        if last is not None and len(last) == 1:
+            last.append(version)
+        if not version.get("publish"):
+            continue
+        embeddable = version["file_uri"].startswith("http") and version.get("xlink_show_attribute") == "embed"
+        for rank, fits in enumerate(
+            (
+                version.get("is_representative"),
+                version.get("use_statement") == "image-thumbnail",
+                embeddable and not _iiif_manifest(version),
+            )
+        ):
+            if fits and candidates[rank] is None:
+                last = candidates[rank] = [version]
+                break
+    chosen = next((pair for pair in candidates if pair), None)
+    if chosen is None:
+        return None
+    result = dict(chosen[0])
+    if len(chosen) > 1 and chosen[1].get("publish"):
+        result["link_uri"] = chosen[1]["file_uri"]
+    return result
+
+
+def _derive_representative(doc: dict) -> None:
+    chosen = representative_file_version(doc.get("file_versions", []))
+    if chosen is not None:
+        doc["representative_file_version"] = chosen
+
+
 class DigitalObjectHooks(Hooks):
     def check(self, doc):
         return file_version_errors("digital_object", doc)
 
     def derive(self, ctx, doc):
         doc["tree"] = {"ref": f"{ctx.uri}/tree"}
+        _derive_representative(doc)
         ctx.columns.update(digital_object_id=doc.get("digital_object_id"), publish=bool(doc.get("publish")))
 
     def read_extras(self, conn, rows):
@@ -115,6 +160,7 @@ class DigitalObjectComponentHooks(Hooks):
         from fonds.records.trees import placement
 
         doc["display_string"] = component_display_string(doc)
+        _derive_representative(doc)
         placement.place(ctx, doc)
         ctx.columns.update(component_id=doc.get("component_id"), publish=bool(doc.get("publish")), display_string=doc["display_string"])
 
