@@ -76,7 +76,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('digital_object_component', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_digital_object_component_component_id'), ['component_id'], unique=False)
-        batch_op.create_index('ix_digital_object_component_digital_object_id_parent_id_position', ['digital_object_id', 'parent_id', 'position'], unique=False)
+        batch_op.create_index('ix_digital_object_component_digital_object_id_parent_i_f4920b9c', ['digital_object_id', 'parent_id', 'position'], unique=False)
         batch_op.create_index(batch_op.f('ix_digital_object_component_parent_id'), ['parent_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_digital_object_component_repo_id'), ['repo_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_digital_object_component_system_mtime'), ['system_mtime'], unique=False)
@@ -116,7 +116,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_digital_object_component_system_mtime'))
         batch_op.drop_index(batch_op.f('ix_digital_object_component_repo_id'))
         batch_op.drop_index(batch_op.f('ix_digital_object_component_parent_id'))
-        batch_op.drop_index('ix_digital_object_component_digital_object_id_parent_id_position')
+        batch_op.drop_index('ix_digital_object_component_digital_object_id_parent_i_f4920b9c')
         batch_op.drop_index(batch_op.f('ix_digital_object_component_component_id'))
 
     op.drop_table('digital_object_component')
