@@ -48,9 +48,10 @@ def label_field(record_type: RecordType) -> str:
 
 
 def _required_fields(record_type: RecordType) -> list[str]:
+    """Required fields with plain values (required references are `required_refs`)."""
     schema = SCHEMAS[record_type.name]
     fields = [*(one.fields[0] for one in record_type.minimum), *schema.get("required", [])]
-    return [f for f in dict.fromkeys(fields) if f not in required_links(record_type)]
+    return [f for f in dict.fromkeys(fields) if f not in required_links(record_type) and "x-ref" not in schema["properties"].get(f, {})]
 
 
 def required_links(record_type: RecordType) -> dict[str, dict]:
@@ -103,10 +104,11 @@ def optional_field(record_type: RecordType) -> tuple[str, str]:
 
 
 def required_refs(record_type: RecordType) -> dict[str, str]:
-    """The references ArchivesSpace requires (an archival object's resource): field -> target type."""
+    """The references required (a digital object component's digital object) or that ArchivesSpace
+    requires (an archival object's resource): field -> target type."""
     schema = SCHEMAS[record_type.name]
     found = {}
-    for field in schema.get("x-aspace-required", []):
+    for field in [*schema.get("required", []), *schema.get("x-aspace-required", [])]:
         targets = [name for name in schema["properties"].get(field, {}).get("x-ref", []) if name in REGISTRY.types]
         if targets:
             found[field] = targets[0]

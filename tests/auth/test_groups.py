@@ -8,7 +8,7 @@ import pytest
 from tests.factories import USER_PASSWORD, make_user, new_client
 
 ACCESS_DENIED = {"error": "Access denied"}
-BASIC = ["update_accession_record", "update_container_record", "update_resource_record", "view_repository"]
+BASIC = ["update_accession_record", "update_container_record", "update_digital_object_record", "update_resource_record", "view_repository"]
 
 
 def group_body(code: str, grants=(), members=(), **fields) -> dict:

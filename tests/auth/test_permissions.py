@@ -20,7 +20,7 @@ from fonds.api.search import ROUTES as SEARCH_ROUTES
 from fonds.auth import passwords
 from fonds.auth.permissions import BY_CODE
 from fonds.model import REGISTRY
-from tests.factories import ADMIN_PASSWORD, USER_PASSWORD, Api, make_user, minimal, new_client
+from tests.factories import ADMIN_PASSWORD, USER_PASSWORD, Api, collection_path, make_user, minimal, new_client
 
 ACCESS_DENIED = {"error": "Access denied"}
 LOGIN_FAILED = {"error": "Login failed"}
@@ -269,8 +269,13 @@ class World:
         wanted = ("/tree/node", "/tree/node_from_root", "/accept_children")
         if not path.endswith(wanted):
             return {"offset": 0} if path.endswith("/tree/waypoint") else {}
-        under = {"parent": {"ref": target}} if "/archival_objects/" in target else {"resource": {"ref": target}}
-        node = self.api.create(f"/repositories/{repo_id}/archival_objects", {"jsonmodel_type": "archival_object", "title": "n", **under})
+        target_type = REGISTRY.parse_uri(target).record_type
+        spec = target_type.tree
+        under = {"parent": {"ref": target}} if target_type.name == spec.node else {spec.root_field: {"ref": target}}
+        if target_type.name == spec.node:
+            under[spec.root_field] = self.api.get(target).json()[spec.root_field]
+        node_type = REGISTRY[spec.node]
+        node = self.api.create(collection_path(node_type, repo_id), {"jsonmodel_type": spec.node, "title": "n", **under})
         return {"node_uri": node["uri"], "node_ids[]": node["id"], "children[]": node["uri"], "position": 0}
 
     def _value_list_request(self, actor: Api, method: str, path: str):

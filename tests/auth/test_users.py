@@ -276,6 +276,7 @@ def test_current_user(client, api, repo):
     assert user["permissions"][f"/repositories/{repo}"] == [
         "update_accession_record",
         "update_container_record",
+        "update_digital_object_record",
         "update_resource_record",
         "view_repository",
     ]

@@ -1,5 +1,6 @@
-"""Tree routes for every declared TreeSpec (resource/archival_object; digital objects when they
-land), with ArchivesSpace's paths, parameters and shapes (aspace-api.md §6, §10.1, §10.3)."""
+"""Tree routes for every declared TreeSpec (resource/archival_object, digital_object/
+digital_object_component), with ArchivesSpace's paths, parameters and shapes (aspace-api.md §6,
+§10.1, §10.3)."""
 
 from __future__ import annotations
 
@@ -99,14 +100,15 @@ def _root_routes(root: RecordType) -> list:
         return json_response(operations.ordered_records(app.records, root, root_id=id, repo_id=repo_id))
 
     def whole_tree(actor: Actor = require(read), *, repo_id: int, id: int, app: Services, limit_to: Annotated[str | None, Query()] = None):
-        return json_response(operations.resource_tree(app.records, root, root_id=id, repo_id=repo_id, limit_to=limit_to or None))
+        return json_response(operations.whole_tree(app.records, root, root_id=id, repo_id=repo_id, limit_to=limit_to or None))
 
+    listing = [("GET", "ordered_records", ordered_records, read, "Every published record of the tree, in tree order")]
     return [
         ("GET", "tree/root", tree_root, read, "The tree's root with its first waypoint of children"),
         ("GET", "tree/waypoint", tree_waypoint, read, "One waypoint (200 children) of the root or of a node"),
         ("GET", "tree/node", tree_node, read, "A node of the tree with its first waypoint of children"),
         ("GET", "tree/node_from_root", tree_node_from_root, read, "The waypoint path from the root to each node"),
-        ("GET", "ordered_records", ordered_records, read, "Every published record of the tree, in tree order"),
+        *(listing if root.tree.views.ordered_records else []),
         ("GET", "tree", whole_tree, read, "The whole tree nested (the older route), or the part shown around `limit_to`"),
         *_shared_routes(root, update),
     ]

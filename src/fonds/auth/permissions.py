@@ -62,6 +62,7 @@ PERMISSIONS = (
     Permission("update_accession_record", "repository", "The ability to create and modify accessions records"),
     Permission("update_resource_record", "repository", "The ability to create and modify resources records"),
     Permission("update_container_record", "repository", "The ability to create and update container records"),
+    Permission("update_digital_object_record", "repository", "The ability to create and modify digital objects records"),
     Permission("manage_container_record", "repository", "The ability to delete and bulk update container records"),
     Permission("update_event_record", "repository", "The ability to create and modify event records"),
     Permission("delete_event_record", "repository", "The ability to delete event records"),
@@ -78,7 +79,7 @@ PERMISSION_CODES = frozenset(BY_CODE)
 REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "repository")
 GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
 
-_BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
+_BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_digital_object_record", "update_container_record")
 # Everyone above basic data entry records events (ArchivesSpace's repository.rb).
 _EVENTS = ("update_event_record",)
 _AUTHORITIES = (

@@ -15,6 +15,7 @@ from sqlalchemy import Integer, String
 
 from fonds.records import hooks
 from fonds.records.search_spec import SearchSpec
+from fonds.records.trees.decorations import TreeViews
 from fonds.storage.tables import ColumnSpec, TableSpec, build_metadata
 
 ACTIONS = ("list", "create", "read", "update", "delete")
@@ -86,6 +87,8 @@ class TreeSpec:
     node: str
     # The jsonmodel_type of a batch of new children (`POST …/children`).
     children_type: str
+    # What the tree views show beyond the fields every tree shares (records/trees/decorations.py).
+    views: TreeViews = field(default_factory=TreeViews, compare=False)
 
     @property
     def root_field(self) -> str:

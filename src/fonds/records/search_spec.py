@@ -144,15 +144,17 @@ def ancestor_uris(doc: dict) -> list[str]:
 
 
 def _node_siblings_from(conn, registry, node_type: str, doc: dict, position: int) -> list[str]:
-    """URIs of the nodes beside `doc` (same resource and parent) at `position` or after."""
+    """URIs of the nodes beside `doc` (same root and parent) at `position` or after."""
     from sqlalchemy import select
 
     table = conn.info["fonds_tables"][node_type]
     record_type = registry[node_type]
-    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, "resource") or "")
+    spec = record_type.tree
+    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, spec.root_field) or "")
+    root_column = table.c[spec.root_column]
     where = [table.c.position >= position]
     where.append(table.c.parent_id.is_(None) if parent is None else table.c.parent_id == parent.record_id)
-    where.append(table.c.resource_id.is_(None) if root is None else table.c.resource_id == root.record_id)
+    where.append(root_column.is_(None) if root is None else root_column == root.record_id)
     return [record_type.uri(i, repo) for i, repo in conn.execute(select(table.c.id, table.c.repo_id).where(*where))]
 
 
@@ -203,9 +205,10 @@ def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[
     moved or removed, its later siblings' positions shift and a moved node's descendants get new
     ancestors, although their rows did not change."""
     node_type = (new or old)["jsonmodel_type"]
+    root_field = registry[node_type].tree.root_field
     found: list[str] = []
-    before = (ref_of(old, "resource"), ref_of(old, "parent"), old.get("position")) if old else None
-    after = (ref_of(new, "resource"), ref_of(new, "parent"), new.get("position")) if new else None
+    before = (ref_of(old, root_field), ref_of(old, "parent"), old.get("position")) if old else None
+    after = (ref_of(new, root_field), ref_of(new, "parent"), new.get("position")) if new else None
     if before == after:
         return found
     if old and before[:2] != (after or (None, None))[:2]:

@@ -3,6 +3,7 @@ supplies, so storage never imports the record layer."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from sqlalchemy import (
@@ -46,6 +47,18 @@ class TableSpec:
     indexes: tuple[tuple[str, ...], ...] = ()
 
 
+# PostgreSQL cuts identifiers at 63 bytes (SQLAlchemy refuses longer ones).
+MAX_NAME = 63
+
+
+def index_name(table: str, columns: tuple[str, ...]) -> str:
+    """`ix_<table>_<columns>`, or, past PostgreSQL's limit, its start and a digest of the whole."""
+    name = f"ix_{table}_{'_'.join(columns)}"
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[: MAX_NAME - 9]}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
 def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
     columns = [
         Column("id", Integer, primary_key=True, autoincrement=True),
@@ -61,7 +74,7 @@ def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
     ]
     columns += [Column(c.name, c.type, nullable=True, index=c.index) for c in spec.columns]
     constraints = [UniqueConstraint(*cols) for cols in spec.unique]
-    indexes = [Index(f"ix_{spec.name}_{'_'.join(cols)}", *cols) for cols in spec.indexes]
+    indexes = [Index(index_name(spec.name, cols), *cols) for cols in spec.indexes]
     # sqlite_autoincrement: ids of deleted records are never handed out again.
     return Table(spec.name, metadata, *columns, *constraints, *indexes, sqlite_autoincrement=True)
 

@@ -1,5 +1,8 @@
-"""What tree views show of a record beyond its place: level, identifier, dates, containers,
-digital instances, parsed titles (ArchivesSpace's LargeTreeResource and ResourceTrees)."""
+"""What tree views show of a record beyond its place. `TreeViews` is what a tree declares
+(`TreeSpec.views`): the fields its roots and nodes add to the shared ones, as ArchivesSpace's
+LargeTree decorators and the `load_*_properties` of its older tree mixins do. The resource tree's
+(`ArchivalTreeViews`: level, identifier, dates, containers, digital instances) is here; other
+trees declare theirs beside their types."""
 
 from __future__ import annotations
 
@@ -102,3 +105,92 @@ def tree_containers(registry, boxes: dict[int, dict], doc: dict) -> dict:
         entry.update({key: sub.get(key) for key in ("type_2", "indicator_2", "barcode_2", "type_3", "indicator_3")})
         containers.append(entry)
     return {"instance_types": [instance.get("instance_type") for instance in instances], "containers": containers}
+
+
+class TreeViews:
+    """A tree that shows nothing beyond the shared fields. Every method answers for a whole page of
+    records at once, so a view costs a fixed number of queries however wide it is."""
+
+    # ArchivesSpace lists a tree's published records in order (`…/ordered_records`) for resources only.
+    ordered_records = False
+    # Whether a node's `ancestors` carry each ancestor's level (ArchivesSpace's AncestorListing#has_level?).
+    ancestor_levels = False
+
+    def has_digital_instance(self, doc: dict) -> bool:
+        return False
+
+    def root(self, tree, doc: dict) -> dict:
+        """Fields `tree/root` adds for the root record."""
+        return {}
+
+    def waypoint(self, tree, docs: list[dict]) -> list[dict]:
+        """Fields each waypoint entry adds, one dict per node."""
+        return [{} for _ in docs]
+
+    def node(self, doc: dict) -> dict:
+        """Fields `tree/node` adds for the node."""
+        return {}
+
+    def old_tree_root(self, tree, doc: dict, partial: bool) -> dict:
+        """Fields the older whole-tree route adds to its root."""
+        return {}
+
+    def old_tree_nodes(self, tree, docs: list[dict]) -> list[dict]:
+        """Fields the older whole-tree route adds to each node, one dict per node."""
+        return [{} for _ in docs]
+
+
+def _tree_level(doc: dict) -> str | None:
+    return doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level")
+
+
+class ArchivalTreeViews(TreeViews):
+    """The resource tree (ArchivesSpace's LargeTreeResource and ResourceTrees)."""
+
+    ordered_records = True
+    ancestor_levels = True
+
+    def has_digital_instance(self, doc: dict) -> bool:
+        return has_digital_instance(doc)
+
+    def root(self, tree, doc: dict) -> dict:
+        extra = {"level": level(doc), "identifier": identifier(doc)}
+        boxes = top_containers(tree.conn, tree.registry, [doc])
+        containers = waypoint_containers(tree.registry, boxes, doc)
+        if containers:
+            extra["containers"] = containers
+        return extra
+
+    def waypoint(self, tree, docs: list[dict]) -> list[dict]:
+        boxes = top_containers(tree.conn, tree.registry, docs)
+        extras = []
+        for doc in docs:
+            extra = {"identifier": doc.get("component_id"), "level": level(doc)}
+            if doc.get("dates"):
+                extra["dates"] = dates(doc)
+            containers = waypoint_containers(tree.registry, boxes, doc)
+            if containers:
+                extra["containers"] = containers
+            extras.append(extra)
+        return extras
+
+    def node(self, doc: dict) -> dict:
+        return {"identifier": doc.get("component_id")}
+
+    def old_tree_root(self, tree, doc: dict, partial: bool) -> dict:
+        extra = {"finding_aid_filing_title": doc["finding_aid_filing_title"]} if doc.get("finding_aid_filing_title") else {}
+        extra["level"] = _tree_level(doc)
+        if partial:
+            extra.update(tree_containers(tree.registry, top_containers(tree.conn, tree.registry, [doc]), doc))
+        return extra
+
+    def old_tree_nodes(self, tree, docs: list[dict]) -> list[dict]:
+        boxes = top_containers(tree.conn, tree.registry, docs)
+        return [
+            {
+                **({"component_id": doc["component_id"]} if doc.get("component_id") else {}),
+                "level": _tree_level(doc),
+                **tree_containers(tree.registry, boxes, doc),
+            }
+            for doc in docs
+        ]

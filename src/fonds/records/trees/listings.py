@@ -1,5 +1,6 @@
 """Whole-tree listings: `ordered_records` (pre-order, published only), the older nested
-`resource_tree` route (with `limit_to`), and a node's direct children as full records.
+`…/tree` route (`resource_tree`, `digital_object_tree`; with `limit_to`), and a node's direct
+children as full records.
 
 The whole-tree reads take the tree's rows in keyset pages of PAGE (bounded memory per
 statement), build the child lists in memory and walk them without recursion."""
@@ -78,8 +79,9 @@ def _other_levels(tree: LargeTree, ids: list[int]) -> dict[int, str]:
     return {row.id: orjson.loads(row.json).get("other_level") for row in rows}
 
 
-def resource_tree(tree: LargeTree, limit_to: str | None) -> dict:
-    """The older `…/tree` route: the whole tree nested, or (limit_to) the part needed to show one node."""
+def whole_tree(tree: LargeTree, limit_to: str | None) -> dict:
+    """The older `…/tree` route (`<root>_tree`): the whole tree nested, or (limit_to) the part
+    needed to show one node."""
     table = tree.table
     columns = (table.c.id, table.c.repo_id, table.c.parent_id, table.c.position, table.c.json)
     partial = bool(limit_to)
@@ -89,13 +91,12 @@ def resource_tree(tree: LargeTree, limit_to: str | None) -> dict:
         with_children = set(tree.child_counts(ids))
     else:
         rows, with_children = list(_rows(tree, columns)), None
-    docs = {row.id: orjson.loads(row.json) for row in rows}
-    boxes = decorations.top_containers(tree.conn, tree.registry, list(docs.values()))
+    docs = [orjson.loads(row.json) for row in rows]
+    extras = tree.spec.views.old_tree_nodes(tree, docs)
     children = _children_map(rows)
     node_type = tree.registry[tree.spec.node]
     nodes = {}
-    for row in rows:
-        doc = docs[row.id]
+    for row, doc, extra in zip(rows, docs, extras):
         nodes[row.id] = {
             "title": doc.get("display_string"),
             "id": row.id,
@@ -103,9 +104,7 @@ def resource_tree(tree: LargeTree, limit_to: str | None) -> dict:
             "publish": bool(doc.get("publish")),
             "suppressed": False,
             "node_type": tree.spec.node,
-            **({"component_id": doc["component_id"]} if doc.get("component_id") else {}),
-            "level": _tree_level(doc),
-            **decorations.tree_containers(tree.registry, boxes, doc),
+            **extra,
             "has_children": row.id in with_children if partial else bool(children.get(row.id)),
         }
     for parent_id, child_ids in children.items():
@@ -113,16 +112,12 @@ def resource_tree(tree: LargeTree, limit_to: str | None) -> dict:
             nodes[parent_id]["children"] = [nodes[i] for i in child_ids]
     for node in nodes.values():
         node.setdefault("children", [])
-    return _tree_root(tree, [nodes[i] for i in children.get(None, [])], partial, boxes)
+    return _tree_root(tree, [nodes[i] for i in children.get(None, [])], partial)
 
 
-def _tree_level(doc: dict) -> str | None:
-    return doc.get("other_level") if doc.get("level") == "otherlevel" else doc.get("level")
-
-
-def _tree_root(tree: LargeTree, top: list[dict], partial: bool, boxes) -> dict:
+def _tree_root(tree: LargeTree, top: list[dict], partial: bool) -> dict:
     doc = orjson.loads(tree.root.json)
-    result = {
+    return {
         "jsonmodel_type": f"{tree.spec.root}_tree",
         "title": doc.get("title"),
         "id": tree.root.id,
@@ -131,14 +126,8 @@ def _tree_root(tree: LargeTree, top: list[dict], partial: bool, boxes) -> dict:
         "suppressed": False,
         "children": top,
         "record_uri": doc["uri"],
+        **tree.spec.views.old_tree_root(tree, doc, partial),
     }
-    if doc.get("finding_aid_filing_title"):
-        result["finding_aid_filing_title"] = doc["finding_aid_filing_title"]
-    result["level"] = _tree_level(doc)
-    if partial:
-        root_boxes = decorations.top_containers(tree.conn, tree.registry, [doc])
-        result.update(decorations.tree_containers(tree.registry, root_boxes, doc))
-    return result
 
 
 def _ids_of_interest(tree: LargeTree, limit_to: str) -> list[int]:

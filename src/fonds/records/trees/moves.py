@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, update
 from fonds.errors import Conflict, Invalid, NotFound
 from fonds.records.rewrite import rewrite_records
 from fonds.records.trees import hierarchy, positions
-from fonds.records.trees.placement import OWN_ANCESTOR, log_below, siblings_of
+from fonds.records.trees.placement import OWN_ANCESTOR, log_below, same_root_message, siblings_of
 from fonds.storage import records as store
 
 # Children per accept_children request: they are given in the query string anyway.
@@ -101,7 +101,7 @@ def _check_parent(conn, registry, spec, root_id, parent_id: int, repo_id: int, *
     if parent is None:
         raise Invalid({"parent": [f"{registry[spec.node].model_name} {parent_id} does not exist in repository {repo_id}"]})
     if getattr(parent, spec.root_column) != root_id:
-        raise Invalid({"parent": ["Parent must belong to the same resource as the record"]})
+        raise Invalid({"parent": [same_root_message(spec)]})
     if hierarchy.would_cycle(conn, table, moving, parent_id):
         raise Conflict(OWN_ANCESTOR)
 

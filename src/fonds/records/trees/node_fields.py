@@ -13,9 +13,13 @@ def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
     """`known_positions`: the rows' logical positions when the caller has them (a whole sibling list)."""
     tables = conn.info["fonds_tables"]
     table, roots = tables[spec.node], tables[spec.root]
-    above = hierarchy.ancestor_rows(conn, table, {row.parent_id for row in rows if row.parent_id is not None})
+    with_levels = spec.views.ancestor_levels
+    parent_ids = {row.parent_id for row in rows if row.parent_id is not None}
+    above = hierarchy.ancestor_rows(conn, table, parent_ids, columns=("level",) if with_levels else ())
     root_ids = {getattr(row, spec.root_column) for row in rows} - {None}
-    levels = dict(conn.execute(select(roots.c.id, roots.c.level).where(roots.c.id.in_(root_ids))).all()) if root_ids else {}
+    levels = {}
+    if with_levels and root_ids:
+        levels = dict(conn.execute(select(roots.c.id, roots.c.level).where(roots.c.id.in_(root_ids))).all())
     if known_positions is not None:
         logical = {row.id: position for row, position in zip(rows, known_positions)}
     else:
@@ -27,7 +31,8 @@ def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
         current = above.get(row.parent_id)
         while current is not None and current.id not in seen:  # a stored cycle must not hang a read
             seen.add(current.id)
-            ancestors.append(_ancestor(f"/repositories/{current.repo_id}/{node_path}/{current.id}", current.level))
+            level = current.level if with_levels else None
+            ancestors.append(_ancestor(f"/repositories/{current.repo_id}/{node_path}/{current.id}", level))
             current = above.get(current.parent_id)
         root_id = getattr(row, spec.root_column)
         if root_id is not None:

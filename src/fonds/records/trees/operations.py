@@ -41,9 +41,9 @@ def ordered_records(service, root_type, *, root_id: int, repo_id: int) -> bytes:
         return orjson.dumps(listings.ordered_records(open_tree(service, conn, root_type, root_id, repo_id, False)))
 
 
-def resource_tree(service, root_type, *, root_id: int, repo_id: int, limit_to: str | None) -> bytes:
+def whole_tree(service, root_type, *, root_id: int, repo_id: int, limit_to: str | None) -> bytes:
     with service.db.read() as conn:
-        return orjson.dumps(listings.resource_tree(open_tree(service, conn, root_type, root_id, repo_id, False), limit_to))
+        return orjson.dumps(listings.whole_tree(open_tree(service, conn, root_type, root_id, repo_id, False), limit_to))
 
 
 def children(service, node_type, *, node_id: int, repo_id: int, resolve: list[str]) -> bytes:

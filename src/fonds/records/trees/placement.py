@@ -44,7 +44,7 @@ def place(ctx, doc: dict) -> None:
             doc[spec.root_field] = {"ref": ctx.registry[spec.root].uri(root_id, ctx.repo_id)}
             ctx.stale = True
         elif parent_root != root_id:
-            raise Invalid({"parent": ["Parent must belong to the same resource as the record"]})
+            raise Invalid({"parent": [same_root_message(spec)]})
     requested = doc.pop("position", None)
     old = ctx.existing
     target = siblings_of(spec, table, root_id, parent_id)
@@ -61,7 +61,7 @@ def place(ctx, doc: dict) -> None:
     if old is None:
         return
     if getattr(old, spec.root_column) != root_id:
-        _move_descendants(ctx, spec, doc["ref_id"], root_id)
+        _move_descendants(ctx, spec, doc, root_id)
     elif old.parent_id != parent_id:
         log_below(conn, ctx.registry, spec, [ctx.record_id], ctx.now)
 
@@ -79,38 +79,51 @@ def log_below(conn, registry, spec, node_ids: list[int], now) -> None:
         change_log.append_from(conn, query)
 
 
-def _taken_by_others(conn, table, spec, root_id: int, ref_ids: list[str], moving: dict) -> bool:
-    found = conn.execute(select(table.c.id).where(table.c[spec.root_column] == root_id, table.c.ref_id.in_(ref_ids))).scalars()
+def same_root_message(spec) -> str:
+    return f"Parent must belong to the same {spec.root.replace('_', ' ')} as the record"
+
+
+def _key_within_tree(record_type, spec):
+    """The node type's unique key within one tree (an archival object's ref_id, a digital object
+    component's component_id), or None."""
+    return next((key for key in record_type.unique_keys if len(key.columns) == 2 and key.columns[0] == spec.root_column), None)
+
+
+def _taken_by_others(conn, table, spec, column: str, root_id: int, values: list[str], moving: dict) -> bool:
+    found = conn.execute(select(table.c.id).where(table.c[spec.root_column] == root_id, table.c[column].in_(values))).scalars()
     return any(record_id not in moving for record_id in found)
 
 
-def _check_ref_ids_free(ctx, spec, table, root_id: int | None, moving: dict[int, str | None]) -> None:
-    """Refuse the move, before anything is rewritten, if a moving ref_id is taken in the target tree."""
+def _check_keys_free(ctx, spec, table, key, root_id: int | None, moving: dict[int, str | None]) -> None:
+    """Refuse the move, before anything is rewritten, if a moving node's key is taken in the target tree."""
     if root_id is None:
         return  # unattached nodes never collide (NULLs, as in the unique index)
-    ref_ids = [ref_id for ref_id in moving.values() if ref_id is not None]
-    # A subtree left split across trees (by the bug this move fixes) may bring equal ref_ids together.
-    split = len(set(ref_ids)) != len(ref_ids)
-    if split or any(_taken_by_others(ctx.conn, table, spec, root_id, chunk, moving) for chunk in batches(ref_ids)):
-        key = next(k for k in ctx.record_type.unique_keys if "ref_id" in k.columns)
+    values = [value for value in moving.values() if value is not None]
+    # A subtree left split across trees (by the bug this move fixes) may bring equal values together.
+    split = len(set(values)) != len(values)
+    column = key.columns[1]
+    if split or any(_taken_by_others(ctx.conn, table, spec, column, root_id, chunk, moving) for chunk in batches(values)):
         raise Invalid({key.field: [key.message]})
 
 
-def _move_descendants(ctx, spec, ref_id: str, root_id: int | None) -> None:
+def _move_descendants(ctx, spec, doc: dict, root_id: int | None) -> None:
     """Give every descendant of the node being written its new root: column, JSON, link, change row."""
     conn, table = ctx.conn, ctx.tables[spec.node]
     ids = hierarchy.descendant_ids(conn, table, ctx.record_id)
     if not ids:
         return
-    found = {row.id: row.ref_id for row in store.fetch_many(conn, table, ids, columns=("id", "ref_id"))}
-    _check_ref_ids_free(ctx, spec, table, root_id, {ctx.record_id: ref_id, **found})
+    key = _key_within_tree(ctx.record_type, spec)
+    if key is not None:
+        column = key.columns[1]
+        found = {row.id: getattr(row, column) for row in store.fetch_many(conn, table, ids, columns=("id", column))}
+        _check_keys_free(ctx, spec, table, key, root_id, {ctx.record_id: doc.get(column), **found})
     root = {"ref": ctx.registry[spec.root].uri(root_id, ctx.repo_id)} if root_id is not None else None
 
-    def set_root(doc: dict) -> None:
+    def set_root(record: dict) -> None:
         if root is None:
-            doc.pop(spec.root_field, None)
+            record.pop(spec.root_field, None)
         else:
-            doc[spec.root_field] = root
+            record[spec.root_field] = root
 
     for chunk in batches(ids):
         rewrite_records(

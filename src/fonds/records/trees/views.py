@@ -67,14 +67,9 @@ class LargeTree:
             "jsonmodel_type": self.spec.root,
             "parsed_title": decorations.parsed_title(title),
             "suppressed": 0,
-            "has_digital_instance": decorations.has_digital_instance(doc),
-            "level": decorations.level(doc),
-            "identifier": decorations.identifier(doc),
+            "has_digital_instance": self.spec.views.has_digital_instance(doc),
+            **self.spec.views.root(self, doc),
         }
-        boxes = decorations.top_containers(self.conn, self.registry, [doc])
-        containers = decorations.waypoint_containers(self.registry, boxes, doc)
-        if containers:
-            response["containers"] = containers
         return self._precompute(response, None, "")
 
     def _precompute(self, response: dict, parent_id: int | None, key: str) -> dict:
@@ -92,10 +87,9 @@ class LargeTree:
         ).all()
         counts = self.child_counts([row.id for row in rows])
         docs = [orjson.loads(row.json) for row in rows]
-        boxes = decorations.top_containers(self.conn, self.registry, docs)
-        node_type = self.registry[self.spec.node]
+        node_type, views = self.registry[self.spec.node], self.spec.views
         entries = []
-        for index, (row, doc) in enumerate(zip(rows, docs)):
+        for index, (row, doc, extra) in enumerate(zip(rows, docs, views.waypoint(self, docs))):
             title = doc.get("title")
             entry = {
                 **waypoint_counts(counts.get(row.id, 0)),
@@ -107,15 +101,9 @@ class LargeTree:
                 "parent_id": parent_id,
                 "suppressed": 0,
                 "jsonmodel_type": self.spec.node,
-                "has_digital_instance": decorations.has_digital_instance(doc),
-                "identifier": doc.get("component_id"),
-                "level": decorations.level(doc),
+                "has_digital_instance": views.has_digital_instance(doc),
+                **extra,
             }
-            if doc.get("dates"):
-                entry["dates"] = decorations.dates(doc)
-            containers = decorations.waypoint_containers(self.registry, boxes, doc)
-            if containers:
-                entry["containers"] = containers
             entries.append(entry)
         return entries
 
@@ -129,8 +117,8 @@ class LargeTree:
             "uri": doc["uri"],
             "position": self.conn.execute(before).scalar_one() + 1,
             "jsonmodel_type": self.spec.node,
-            "has_digital_instance": decorations.has_digital_instance(doc),
-            "identifier": doc.get("component_id"),
+            "has_digital_instance": self.spec.views.has_digital_instance(doc),
+            **self.spec.views.node(doc),
         }
         return self._precompute(response, node.id, doc["uri"])
 

@@ -24,16 +24,20 @@ from fonds.records.search_spec import (
     node_dependents,
     ref_of,
 )
+from fonds.records.trees.decorations import ArchivalTreeViews
 from fonds.records.types.events import linked_events
 from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
 IDENTIFIER_TAKEN = "That ID is already in use"
-# Deleting a top container deletes the instances that point at it (ArchivesSpace).
-INSTANCE_RULES = (RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),)
+# Deleting a top container or a digital object deletes the instances that point at it (ArchivesSpace).
+INSTANCE_RULES = (
+    RefRule("instances/*/sub_container/top_container", "unlink", unlink_at="instances/*"),
+    RefRule("instances/*/digital_object", "unlink", unlink_at="instances/*"),
+)
 ARCHIVAL = dict(read="view_repository", delete="delete_archival_record")
 # The resource's tree of archival objects: its routes, reads and moves are records/trees.
-ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children")
+ARCHIVAL_TREE = TreeSpec(root="resource", node="archival_object", children_type="archival_record_children", views=ArchivalTreeViews())
 
 
 def _identifier(doc: dict) -> str | None:
@@ -55,6 +59,22 @@ def identifier_errors(doc: dict) -> FieldErrors:
     return errors
 
 
+def instance_errors(doc: dict) -> FieldErrors:
+    """ArchivesSpace's check_instance (common/validations.rb): a digital object instance names its
+    digital object, a digital object is only named by such an instance, any other holds a container."""
+    errors: FieldErrors = {}
+    for index, instance in enumerate(doc.get("instances", [])):
+        kind, path = instance.get("instance_type"), f"instances/{index}"
+        if kind == "digital_object":
+            if not instance.get("digital_object"):
+                errors[f"{path}/digital_object"] = ["Can't be empty"]
+        elif instance.get("digital_object"):
+            errors[f"{path}/instance_type"] = ["An instance with a digital object reference must be of type 'digital_object'"]
+        elif kind and not instance.get("sub_container"):
+            errors[f"{path}/sub_container"] = ["Can't be empty"]
+    return errors
+
+
 class ArchivalHooks(Hooks):
     """An archival record lists the events linking it (`linked_events`) when read."""
 
@@ -66,7 +86,7 @@ class AccessionHooks(ArchivalHooks):
     type_name = "accession"
 
     def check(self, doc):
-        return identifier_errors(doc)
+        return {**identifier_errors(doc), **instance_errors(doc)}
 
     def derive(self, ctx, doc):
         ids = [doc[p] for p in IDENTIFIER_PARTS if doc.get(p)]
@@ -78,7 +98,7 @@ class ResourceHooks(ArchivalHooks):
     type_name = "resource"
 
     def check(self, doc):
-        return identifier_errors(doc)
+        return {**identifier_errors(doc), **instance_errors(doc)}
 
     def derive(self, ctx, doc):
         doc["tree"] = {"ref": f"{ctx.uri}/tree"}
@@ -95,14 +115,18 @@ def _date_label(date: dict) -> str:
     return f"bulk: {text}" if date.get("date_type") == "bulk" else text
 
 
-def archival_object_display_string(doc: dict) -> str:
+def archival_object_display_string(doc: dict, name: str | None = None) -> str:
+    """The title (or `name`, for records named otherwise) and the dates (ArchivesSpace's display string)."""
     dates = ", ".join(_date_label(d) for d in doc.get("dates", []))
-    title = doc.get("title", "")
+    title = (doc.get("title") if name is None else name) or ""
     return ", ".join(part for part in (title, dates) if part) if title and dates else (title or dates)
 
 
 class ArchivalObjectHooks(ArchivalHooks):
     type_name = "archival_object"
+
+    def check(self, doc):
+        return instance_errors(doc)
 
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
@@ -125,6 +149,24 @@ class ArchivalObjectHooks(ArchivalHooks):
         )
 
 
+def _digital_objects(doc: dict | None) -> list[str]:
+    """The digital objects the record's instances point at."""
+    refs = [ref_of(instance, "digital_object") for instance in (doc or {}).get("instances", [])]
+    return list(dict.fromkeys(ref for ref in refs if ref))
+
+
+def instance_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """A digital object's `linked_instances` and `collection` are computed from the records whose
+    instances point at it (and from an archival object's resource and publish flag)."""
+    before, after = _digital_objects(old), _digital_objects(new)
+    old, new = old or {}, new or {}
+    if (old.get("publish"), ref_of(old, "resource")) != (new.get("publish"), ref_of(new, "resource")):
+        return list(dict.fromkeys(before + after))
+    return sorted(set(before) ^ set(after))
+
+
+DIGITAL_OBJECT_URIS = DocumentField("digital_object_uris", "keyword", lambda doc, _: _digital_objects(doc))
+
 # What each type's search documents hold (fonds.records.search_spec).
 ACCESSION_SEARCH = SearchSpec(
     fields=(
@@ -133,9 +175,10 @@ ACCESSION_SEARCH = SearchSpec(
         copied("accession_date", "date"),
         copied("acquisition_type", "keyword"),
         copied("resource_type", "keyword"),
+        DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
-    dependents=linked_agent_dependents,
+    dependents=both(instance_dependents, linked_agent_dependents),
 )
 
 RESOURCE_SEARCH = SearchSpec(
@@ -148,9 +191,10 @@ RESOURCE_SEARCH = SearchSpec(
         copied("finding_aid_filing_title", "text", default_weight=2.0),
         copied("finding_aid_status", "keyword"),
         copied("resource_type", "keyword"),
+        DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
-    dependents=linked_agent_dependents,
+    dependents=both(instance_dependents, linked_agent_dependents),
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -163,10 +207,11 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         DocumentField("parent", "keyword", lambda doc, _: ref_of(doc, "parent")),
         DocumentField("ancestors", "keyword", lambda doc, _: ancestor_uris(doc)),
         copied("position", "integer"),
+        DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=both(node_dependents, linked_agent_dependents),
+    dependents=both(node_dependents, instance_dependents, linked_agent_dependents),
 )
 
 
