@@ -28,7 +28,19 @@ LINKED_PROPERTIES = frozenset(IDENTIFIER_PARTS)
 # The generic tests cover a new type with no entry here: its minimal record is derived from its
 # declaration and schema (`minimal`), as is the optional field the update tests drop
 # (`optional_field`). Add an entry only for a type whose derived record the service refuses.
-MINIMAL_OVERRIDES: dict[str, Callable[[int], dict]] = {}
+MINIMAL_OVERRIDES: dict[str, Callable[[int], dict]] = {
+    # A location needs a barcode, a classification or coordinate 1 (ArchivesSpace's location rule).
+    "location": lambda n: {"building": f"building {n}", "barcode": f"barcode{n}"},
+    # Dimensions must be numbers.
+    "container_profile": lambda n: {
+        "name": f"container_profile {n}",
+        "dimension_units": "inches",
+        "extent_dimension": "width",
+        "height": "10",
+        "width": "12.5",
+        "depth": "15.25",
+    },
+}
 
 
 def label_field(record_type: RecordType) -> str:

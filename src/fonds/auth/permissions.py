@@ -43,6 +43,13 @@ PERMISSIONS = (
         "The ability to create and modify location profile records",
         implied_by=("manage_location_profile_record",),
     ),
+    Permission("update_location_record", "global", "The ability to create and modify location records", implied_by=("manage_repository",)),
+    Permission(
+        "update_container_profile_record",
+        "global",
+        "The ability to create/update/delete container profile records",
+        implied_by=("manage_container_profile_record",),
+    ),
     Permission(
         "update_vocabulary_record",
         "global",
@@ -61,6 +68,7 @@ PERMISSIONS = (
     Permission("update_resource_record", "repository", "The ability to create and modify resources records"),
     Permission("update_container_record", "repository", "The ability to create and update container records"),
     Permission("manage_container_record", "repository", "The ability to delete and bulk update container records"),
+    Permission("manage_container_profile_record", "repository", "The ability to create, modify and delete a container profile record"),
     Permission("manage_subject_record", "repository", "The ability to create, modify and delete a subject record"),
     Permission("manage_location_profile_record", "repository", "The ability to create, modify and delete a location profile record"),
     Permission("manage_vocabulary_record", "repository", "The ability to create, modify and delete a vocabulary record"),
@@ -74,7 +82,13 @@ REPOSITORY_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "reposito
 GLOBAL_CODES = frozenset(p.code for p in PERMISSIONS if p.level == "global")
 
 _BASIC = ("view_repository", "update_accession_record", "update_resource_record", "update_container_record")
-_AUTHORITIES = ("manage_subject_record", "manage_location_profile_record", "manage_vocabulary_record", "manage_enumeration_record")
+_AUTHORITIES = (
+    "manage_container_profile_record",
+    "manage_subject_record",
+    "manage_location_profile_record",
+    "manage_vocabulary_record",
+    "manage_enumeration_record",
+)
 _CATALOGUING = (*_BASIC, "manage_container_record", *_AUTHORITIES)
 _DELETING = ("delete_archival_record", "suppress_archival_record")
 
