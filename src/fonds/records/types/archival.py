@@ -19,7 +19,8 @@ from fonds.records.search_spec import (
     SearchSpec,
     ancestor_uris,
     copied,
-    node_dependents,
+    instance_dependents,
+    node_and_instance_dependents,
     ref_of,
 )
 from fonds.storage.tables import ColumnSpec
@@ -119,6 +120,7 @@ ACCESSION_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
+    dependents=instance_dependents,
 )
 
 RESOURCE_SEARCH = SearchSpec(
@@ -133,6 +135,7 @@ RESOURCE_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
+    dependents=instance_dependents,
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -148,7 +151,7 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_dependents,
+    dependents=node_and_instance_dependents,
 )
 
 
