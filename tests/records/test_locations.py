@@ -241,3 +241,12 @@ def test_batches_need_update_location_record(api, repo):
     batch = {"building": "Annex", "coordinate_1_range": {"label": "Bay", "start": "1", "end": "1"}}
     assert archivist.post("/locations/batch", json=batch).status_code == 403
     assert manager.post("/locations/batch", json=batch).status_code == 200
+
+
+def test_schemas_of_the_new_types_and_subrecords_are_served(client):
+    everything = client.get("/schemas").json()
+    for name in ("location", "location_function", "container_profile", "container_location", "location_profile", "term", "top_container"):
+        assert name in everything
+        response = client.get(f"/schemas/{name}")
+        assert response.status_code == 200 and response.json() == everything[name]
+    assert everything["top_container"]["properties"]["container_locations"]["items"] == {"$ref": "container_location"}
