@@ -68,6 +68,11 @@ def _gather(conn, tables, container_ids: list[int]) -> tuple[Linked, dict[str, d
     wanted["resource"] |= {row.resource_id for row in object_rows.values() if row.resource_id is not None}
     for name in ("resource", "accession"):
         docs[name] = _docs(_rows_by_id(conn, tables[name], wanted.get(name, ())))
+    return _sort_out(links, docs, object_rows), docs, object_rows
+
+
+def _sort_out(links, docs: dict[str, dict[int, dict]], object_rows: dict[int, object]) -> Linked:
+    """Which records point at which container, and the barcodes of their sub-containers."""
     linked = Linked()
     for link in sorted(links, key=lambda r: (r.source_type, r.source_id, r.path)):
         doc = docs.get(link.source_type, {}).get(link.source_id)
@@ -86,7 +91,7 @@ def _gather(conn, tables, container_ids: list[int]) -> tuple[Linked, dict[str, d
             linked.direct_resources[link.target_id].add(link.source_id)
         else:
             linked.accessions[link.target_id].add(link.source_id)
-    return linked, docs, object_rows
+    return linked
 
 
 def _identifier(doc: dict) -> str:
