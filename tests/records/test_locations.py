@@ -203,7 +203,8 @@ def test_a_batch_creates_every_combination(api):
     [
         ({"building": "Annex"}, "coordinate_1_range"),
         ({"building": "Annex", "coordinate_1_range": {"label": "Bay", "start": "1"}}, "coordinate_1_range/end"),
-        ({"coordinate_1_range": {"label": "Bay", "start": "1", "end": "2"}}, "locations/0/building"),
+        ({"coordinate_1_range": {"label": "Bay", "start": "1", "end": "2"}}, "building"),
+        ({"building": "A", "barcode": "x" * 300, "coordinate_1_range": {"label": "Bay", "start": "1", "end": "2"}}, "barcode"),
         (
             {
                 "building": "A",
@@ -245,7 +246,8 @@ def test_batches_need_update_location_record(api, repo):
 
 def test_schemas_of_the_new_types_and_subrecords_are_served(client):
     everything = client.get("/schemas").json()
-    for name in ("location", "location_function", "container_profile", "container_location", "location_profile", "term", "top_container"):
+    served = ("location", "location_function", "container_profile", "container_location", "location_profile", "term", "top_container")
+    for name in (*served, "location_batch", "location_batch_update"):
         assert name in everything
         response = client.get(f"/schemas/{name}")
         assert response.status_code == 200 and response.json() == everything[name]

@@ -19,7 +19,6 @@ RANGES = ("coordinate_1_range", "coordinate_2_range", "coordinate_3_range")
 MAX_RANGE = 1000
 # More locations than any shelving plan needs; a typo in a range must not write millions of rows.
 MAX_BATCH = 10_000
-MISSING = "Property is required but was missing"
 
 
 def _succ(value: str) -> str:
@@ -62,25 +61,13 @@ def indicators(start: str, end: str, limit: int = MAX_RANGE) -> list[str]:
 
 
 def _range_values(batch: dict) -> list[tuple[str, list[str]]]:
-    errors: dict[str, list[str]] = {}
-    if not isinstance(batch.get(RANGES[0]), dict):
-        errors[RANGES[0]] = [MISSING]
+    """(label, indicators) of each range given; the batch was validated against its schema."""
     found = []
     for name in RANGES:
         spec = batch.get(name)
-        if spec in (None, {}, ""):
-            continue
-        if not isinstance(spec, dict):
-            errors[name] = ["Must be an object"]
-            continue
-        for key in ("label", "start", "end"):
-            if not isinstance(spec.get(key), str) or not spec[key]:
-                errors[f"{name}/{key}"] = [MISSING]
-        if not any(path.startswith(name) for path in errors):
-            affixes = [spec.get(k) or "" for k in ("prefix", "suffix")]
-            found.append((spec["label"], [f"{affixes[0]}{value}{affixes[1]}" for value in indicators(spec["start"], spec["end"])]))
-    if errors:
-        raise Invalid(errors)
+        if spec is not None:
+            prefix, suffix = spec.get("prefix", ""), spec.get("suffix", "")
+            found.append((spec["label"], [f"{prefix}{value}{suffix}" for value in indicators(spec["start"], spec["end"])]))
     return found
 
 
@@ -92,7 +79,7 @@ def generate(batch: dict) -> list[dict]:
         total *= len(values)
     if total > MAX_BATCH:
         raise BadRequest({RANGES[0]: [f"The ranges give {total} locations; at most {MAX_BATCH} are made at once"]})
-    template = {k: v for k, v in batch.items() if k not in (*RANGES, "locations", "jsonmodel_type", "uri", "lock_version")}
+    template = {k: v for k, v in batch.items() if k not in (*RANGES, "locations", "jsonmodel_type")}
     records = []
     for combination in itertools.product(*(values for _, values in ranges)):
         record = dict(template, jsonmodel_type="location")
@@ -102,11 +89,20 @@ def generate(batch: dict) -> list[dict]:
     return records
 
 
+def _validated(service: RecordService, schema: str, body: bytes) -> dict:
+    """The body checked against its schema (location_batch.json, location_batch_update.json):
+    400 naming the field, unknown properties dropped."""
+    doc, _ = service.validator.prepare(
+        schema, parse_body(body), aspace_required=(), one_of_groups=(), strict=service.settings.strict_validation
+    )
+    return doc
+
+
 def create_batch(service: RecordService, body: bytes, *, dry_run: bool, actor: Actor) -> list[str]:
     """The new locations' URIs, or with `dry_run` the titles they would have."""
     location = service.registry["location"]
     prepared = []
-    for n, record in enumerate(generate(parse_body(body))):
+    for n, record in enumerate(generate(_validated(service, "location_batch", body))):
         try:
             prepared.append(service.prepare_doc(location, record, creating=True)[:2])
         except Invalid as error:
@@ -120,17 +116,9 @@ def create_batch(service: RecordService, body: bytes, *, dry_run: bool, actor: A
 def update_batch(service: RecordService, body: bytes, *, actor: Actor) -> list[dict]:
     """Set the body's location fields on each location of `record_uris` (Location.batch_update)."""
     location = service.registry["location"]
-    batch = parse_body(body)
-    uris = batch.get("record_uris")
-    if not isinstance(uris, list) or not uris:
-        raise Invalid({"record_uris": [MISSING]})
-    ids = []
-    for n, uri in enumerate(uris):
-        parsed = service.registry.parse_uri(uri) if isinstance(uri, str) else None
-        if parsed is None or parsed.record_type is not location:
-            raise Invalid({f"record_uris/{n}": [f"Must be a URI of a location record (you provided '{uri}')"]})
-        ids.append(parsed.record_id)
-    fields = {k: v for k, v in batch.items() if k not in ("record_uris", "jsonmodel_type", "uri", "lock_version")}
+    batch = _validated(service, "location_batch_update", body)
+    ids = [service.registry.parse_uri(uri).record_id for uri in batch["record_uris"]]
+    fields = {k: v for k, v in batch.items() if k not in ("record_uris", "jsonmodel_type")}
     results = []
     with service.db.write() as conn:
         for n, record_id in enumerate(ids):
