@@ -88,3 +88,22 @@ def test_a_containers_document_shows_its_locations_profile_and_collection(api, r
     assert read(api, box)["collection"][0]["ref"] == resource
     [doc] = api.get(path, params={"q": f'collection_uri_u_sstr:"{resource}"'}).json()["response"]["docs"]
     assert doc["collection_identifier_stored_u_sstr"] == ["MS--9"] and doc["empty_u_sbool"] is False
+
+
+def test_containers_follow_their_collection_and_series_when_those_change(api, repo):
+    box = api.create(f"/repositories/{repo}/top_containers", {"jsonmodel_type": "top_container", "indicator": "3"})["uri"]
+    resource = make_resource(api, repo, "Whaling logs", id_0="MS", id_1="9")
+    series = make_ao(api, repo, "Voyages", resource=resource, level="series", component_id="S1")["uri"]
+    make_ao(api, repo, "Log", resource=resource, parent=series, level="file", instances=[instance(box)])
+    path = f"/repositories/{repo}/top_containers/search"
+
+    def doc() -> dict:
+        [found] = api.get(path, params={"q": f'collection_uri_u_sstr:"{resource}"'}).json()["response"]["docs"]
+        return found
+
+    assert (doc()["collection_display_string_u_sstr"], doc()["series_identifier_stored_u_sstr"]) == (["Whaling logs"], ["S1"])
+    assert update(api, resource, title="Sealing logs").status_code == 200
+    assert doc()["collection_display_string_u_sstr"] == ["Sealing logs"]
+    assert update(api, series, component_id="S2").status_code == 200
+    assert (doc()["collection_display_string_u_sstr"], doc()["series_identifier_stored_u_sstr"]) == (["Sealing logs"], ["S2"])
+    assert doc()["title"] == read(api, box)["long_display_string"] == "3, MS--9, Sealing logs, Series S2"

@@ -192,7 +192,3 @@ def instance_dependents(conn, registry, old: dict | None, new: dict | None) -> l
     if old == new:
         return []
     return sorted(_instance_containers(old) | _instance_containers(new))
-
-
-def node_and_instance_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
-    return [*node_dependents(conn, registry, old, new), *instance_dependents(conn, registry, old, new)]

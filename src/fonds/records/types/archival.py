@@ -20,9 +20,10 @@ from fonds.records.search_spec import (
     ancestor_uris,
     copied,
     instance_dependents,
-    node_and_instance_dependents,
+    node_dependents,
     ref_of,
 )
+from fonds.records.types.container_links import node_container_dependents, resource_container_dependents
 from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
@@ -135,7 +136,7 @@ RESOURCE_SEARCH = SearchSpec(
         copied("resource_type", "keyword"),
         *DESCRIBED,
     ),
-    dependents=instance_dependents,
+    dependents=resource_container_dependents,
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -151,7 +152,10 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_and_instance_dependents,
+    dependents=lambda conn, registry, old, new: [
+        *node_dependents(conn, registry, old, new),
+        *node_container_dependents(conn, registry, old, new),
+    ],
 )
 
 

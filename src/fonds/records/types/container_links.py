@@ -235,3 +235,44 @@ def _display_strings(container: dict, series: list[dict], collection: list[dict]
     first = ", ".join(p for p in (collection[0]["identifier"], collection[0]["display_string"]) if p) if collection else None
     box = " ".join(p for p in (kind, container.get("indicator"), barcode) if p)
     return {"display_string": short, "long_display_string": ", ".join(p for p in (box, profile, location, first, label) if p)}
+
+
+# What a record pointing at a container shows in the container's document (`collection`,
+# `series`, publication), directly or for the nodes below it.
+SHOWN = ("title", "display_string", "component_id", "level", "other_level", "publish", "suppressed", "parent", "resource")
+SHOWN += ("id_0", "id_1", "id_2", "id_3")
+
+
+def _containers_below(conn, registry, doc: dict, nodes_below) -> list[str]:
+    """The containers that nodes below the record (`nodes_below(table, record_id)`, a SELECT of
+    archival object ids) point at: one query."""
+    parsed = registry.parse_uri(doc["uri"])
+    tables = conn.info["fonds_tables"]
+    links = tables["record_link"]
+    query = select(links.c.target_id).where(
+        links.c.source_type == "archival_object",
+        links.c.field == INSTANCE_LINK,
+        links.c.source_id.in_(nodes_below(tables["archival_object"], parsed.record_id)),
+    )
+    return [registry["top_container"].uri(i, parsed.repo_id) for i in conn.execute(query.distinct()).scalars()]
+
+
+def _dependents(conn, registry, old, new, nodes_below) -> list[str]:
+    from fonds.records.search_spec import instance_dependents
+
+    found = set(instance_dependents(conn, registry, old, new))
+    if old and new and any(old.get(key) != new.get(key) for key in SHOWN):
+        found.update(_containers_below(conn, registry, new, nodes_below))
+    return sorted(found)
+
+
+def resource_container_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """Containers whose documents show this resource: through its own instances and those of
+    its archival objects (their `collection`)."""
+    return _dependents(conn, registry, old, new, lambda table, i: select(table.c.id).where(table.c.resource_id == i))
+
+
+def node_container_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """Containers whose documents show this archival object: through its own instances and, as a
+    series or an ancestor that must be published, those of the nodes below it."""
+    return _dependents(conn, registry, old, new, lambda table, i: hierarchy.descendants_select(table, [i]))
