@@ -36,6 +36,17 @@ MINIMAL_OVERRIDES: dict[str, Callable[[int], dict]] = {
     "agent_software": lambda n: {"names": [{"software_name": f"Software {n}"}]},
     # An event has a date or a timestamp (exactly one); `Api.minimal` adds its linked agent and record.
     "event": lambda n: {"event_type": "accession", "timestamp": f"2024-01-{n % 28 + 1:02d}T10:00:00Z"},
+    # A location needs a barcode, a classification or coordinate 1 (ArchivesSpace's location rule).
+    "location": lambda n: {"building": f"building {n}", "barcode": f"barcode{n}"},
+    # Dimensions must be numbers.
+    "container_profile": lambda n: {
+        "name": f"container_profile {n}",
+        "dimension_units": "inches",
+        "extent_dimension": "width",
+        "height": "10",
+        "width": "12.5",
+        "depth": "15.25",
+    },
 }
 
 

@@ -43,6 +43,13 @@ PERMISSIONS = (
         "The ability to create and modify location profile records",
         implied_by=("manage_location_profile_record",),
     ),
+    Permission("update_location_record", "global", "The ability to create and modify location records", implied_by=("manage_repository",)),
+    Permission(
+        "update_container_profile_record",
+        "global",
+        "The ability to create/update/delete container profile records",
+        implied_by=("manage_container_profile_record",),
+    ),
     Permission(
         "update_vocabulary_record",
         "global",
@@ -66,6 +73,7 @@ PERMISSIONS = (
     Permission("manage_container_record", "repository", "The ability to delete and bulk update container records"),
     Permission("update_event_record", "repository", "The ability to create and modify event records"),
     Permission("delete_event_record", "repository", "The ability to delete event records"),
+    Permission("manage_container_profile_record", "repository", "The ability to create, modify and delete a container profile record"),
     Permission("manage_subject_record", "repository", "The ability to create, modify and delete a subject record"),
     Permission("manage_agent_record", "repository", "The ability to create, modify and delete an agent record"),
     Permission("manage_location_profile_record", "repository", "The ability to create, modify and delete a location profile record"),
@@ -83,6 +91,7 @@ _BASIC = ("view_repository", "update_accession_record", "update_resource_record"
 # Everyone above basic data entry records events (ArchivesSpace's repository.rb).
 _EVENTS = ("update_event_record",)
 _AUTHORITIES = (
+    "manage_container_profile_record",
     "manage_subject_record",
     "manage_agent_record",
     "manage_location_profile_record",

@@ -221,3 +221,20 @@ def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[
         if old and ancestor_uris(old) != ancestor_uris(new):
             found += _node_descendants(conn, registry, node_type, new["uri"])
     return found
+
+
+def _instance_containers(doc: dict | None) -> set[str]:
+    found = set()
+    for item in (doc or {}).get("instances") or []:
+        ref = ((item.get("sub_container") or {}).get("top_container") or {}).get("ref") if isinstance(item, dict) else None
+        if isinstance(ref, str):
+            found.add(ref)
+    return found
+
+
+def instance_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+    """A top container's document shows the records whose instances point at it (`collection`,
+    `series`, publication): when such a record changes, comes or goes, so do those documents."""
+    if old == new:
+        return []
+    return sorted(_instance_containers(old) | _instance_containers(new))

@@ -20,11 +20,13 @@ from fonds.records.search_spec import (
     ancestor_uris,
     both,
     copied,
+    instance_dependents,
     linked_agent_dependents,
     node_dependents,
     ref_of,
 )
 from fonds.records.trees.decorations import ArchivalTreeViews
+from fonds.records.types.container_links import node_container_dependents, resource_container_dependents
 from fonds.records.types.events import linked_events
 from fonds.storage.tables import ColumnSpec
 
@@ -155,7 +157,7 @@ def _digital_objects(doc: dict | None) -> list[str]:
     return list(dict.fromkeys(ref for ref in refs if ref))
 
 
-def instance_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def digital_object_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
     """A digital object's `linked_instances` and `collection` are computed from the records whose
     instances point at it (and from an archival object's resource and publish flag)."""
     before, after = _digital_objects(old), _digital_objects(new)
@@ -178,7 +180,7 @@ ACCESSION_SEARCH = SearchSpec(
         DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
-    dependents=both(instance_dependents, linked_agent_dependents),
+    dependents=both(instance_dependents, digital_object_dependents, linked_agent_dependents),
 )
 
 RESOURCE_SEARCH = SearchSpec(
@@ -194,7 +196,7 @@ RESOURCE_SEARCH = SearchSpec(
         DIGITAL_OBJECT_URIS,
         *DESCRIBED,
     ),
-    dependents=both(instance_dependents, linked_agent_dependents),
+    dependents=both(resource_container_dependents, digital_object_dependents, linked_agent_dependents),
 )
 
 ARCHIVAL_OBJECT_SEARCH = SearchSpec(
@@ -211,7 +213,7 @@ ARCHIVAL_OBJECT_SEARCH = SearchSpec(
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=both(node_dependents, instance_dependents, linked_agent_dependents),
+    dependents=both(node_dependents, node_container_dependents, digital_object_dependents, linked_agent_dependents),
 )
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 
 import orjson
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from fonds.records.hooks import Hooks
-from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, id_column, text_column
 from fonds.records.search_spec import DocumentField, SearchSpec, copied
+from fonds.storage import change_log
+from fonds.storage import records as store
 
 DEFAULT_VOCABULARY = "/vocabularies/1"
 
@@ -23,6 +27,7 @@ class SubjectHooks(Hooks):
         terms = doc.get("terms", [])
         for term in terms:
             term.setdefault("vocabulary", vocabulary)
+            term["uri"] = term_uri(ctx, term)
         if terms:
             doc["title"] = " -- ".join(term["term"] for term in terms)
         doc["display_string"] = doc["title"]
@@ -30,6 +35,50 @@ class SubjectHooks(Hooks):
         term_key = [(t["term"], t["term_type"]) for t in terms] or doc["title"]
         ctx.columns["terms_key"] = _sha(vocabulary, source, term_key)
         ctx.columns["authority_key"] = _sha(vocabulary, source, doc["authority_id"]) if doc.get("authority_id") else None
+
+
+def term_uri(ctx, term: dict) -> str:
+    """The URI of the term record shared by every subject using this (vocabulary, term, type),
+    created the first time a subject uses it (ArchivesSpace's Term.ensure_exists)."""
+    table = ctx.tables["term"]
+    key = {"vocabulary_id": ctx.registry.parse_uri(term["vocabulary"]).record_id, "term": term["term"], "term_type": term["term_type"]}
+    query = select(table.c.id).where(*(table.c[column] == value for column, value in key.items()))
+    found = ctx.conn.execute(query).scalar_one_or_none()
+    if found is None:
+        try:
+            # A savepoint: another transaction creating the same term first is no error, only a reuse.
+            with ctx.conn.begin_nested():
+                found = _create_term(ctx, term, key)
+        except IntegrityError:
+            found = ctx.conn.execute(query).scalar_one()
+    return ctx.registry["term"].uri(found)
+
+
+def _create_term(ctx, term: dict, key: dict) -> int:
+    table, tables = ctx.tables["term"], ctx.tables
+    term_id = store.allocate(ctx.conn, table, repo_id=None, now=ctx.now, username=ctx.actor)
+    uri, stamp = ctx.registry["term"].uri(term_id), store.iso(ctx.now)
+    doc = {
+        "jsonmodel_type": "term",
+        **{k: term[k] for k in ("term", "term_type", "vocabulary")},
+        "uri": uri,
+        "lock_version": 0,
+        **dict.fromkeys(("created", "modified", "create_time", "system_mtime", "user_mtime"), stamp),
+        **dict.fromkeys(("created_by", "last_modified_by"), ctx.actor),
+    }
+    store.store(ctx.conn, table, term_id, json=orjson.dumps(doc), values=key)
+    store.replace_links(
+        ctx.conn,
+        tables,
+        source_type="term",
+        source_id=term_id,
+        links=[("vocabulary", "vocabulary", "vocabulary", key["vocabulary_id"])],
+        fresh=True,
+    )
+    change_log.append(
+        ctx.conn, [{"record_type": "term", "record_id": term_id, "repo_id": None, "uri": uri, "op": "created", "at": ctx.now}]
+    )
+    return term_id
 
 
 class VocabularyHooks(Hooks):
@@ -71,6 +120,22 @@ TYPES = (
         ref_rules=(RefRule("vocabulary", "restrict", message="Vocabulary is in use by subjects"),),
         hooks=SubjectHooks(),
         search=SUBJECT_SEARCH,
+    ),
+    RecordType(
+        name="term",
+        path="terms",
+        scope=Scope.GLOBAL,
+        model_name="Term",
+        # Terms are made by the subjects using them and listed by `GET /vocabularies/<id>/terms`:
+        # no routes of their own.
+        permissions=Permissions(
+            read="view_repository", create="update_subject_record", update="update_subject_record", delete="update_subject_record"
+        ),
+        actions=(),
+        columns=(id_column("vocabulary_id"), text_column("term"), text_column("term_type", 64)),
+        unique_keys=(UniqueKey(("vocabulary_id", "term", "term_type"), "term", "Term must be unique"),),
+        # A vocabulary can only go when no subject uses it; its terms go with it.
+        ref_rules=(RefRule("vocabulary", "cascade"),),
     ),
     RecordType(
         name="vocabulary",
