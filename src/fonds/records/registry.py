@@ -85,6 +85,9 @@ class TreeSpec:
     # The jsonmodel_type of a batch of new children (`POST …/children`).
     children_type: str
 
+    # A node's fields computed at read time (records/trees/node_fields.py), never stored.
+    node_read_fields = ("position", "ancestors")
+
     @property
     def root_field(self) -> str:
         return self.root
@@ -133,6 +136,12 @@ class RecordType:
         if self.repo_scoped:
             return f"/repositories/{repo_id}/{self.path}/{record_id}"
         return f"/{self.path}/{record_id}"
+
+    @property
+    def read_fields(self) -> tuple[str, ...]:
+        """Fields computed at read time and spliced into the stored JSON: never stored."""
+        node = self.tree.node_read_fields if self.tree is not None and self.tree.node == self.name else ()
+        return (*self.hooks.read_fields, *node)
 
     def not_found(self) -> str:
         return self.missing_message or f"{self.model_name} not found"

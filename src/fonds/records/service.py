@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
 from fonds.records import deletion, refs
+from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, Registry
@@ -96,6 +97,7 @@ class RecordService(TreeQueries):
         self.value_lists = ListCache(db)
         self.list_usage = ListUsage(self.schemas, registry)
         self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
+        self.defaults = Defaults(self.schemas)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -121,6 +123,7 @@ class RecordService(TreeQueries):
         if errors:
             raise Invalid(errors, warnings)
         clean["jsonmodel_type"] = record_type.name
+        self.defaults.fill(record_type.name, clean, skip=record_type.read_fields)
         return clean, warnings, lock_version
 
     def find_links(self, record_type: RecordType, doc: dict) -> list[refs.Link]:
@@ -159,6 +162,7 @@ class RecordService(TreeQueries):
     ) -> None:
         record_type = ctx.record_type
         record_type.hooks.derive(ctx, doc)
+        self.defaults.keep_service_values(record_type.name, doc, ctx.existing_doc)
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
         for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
             del warnings[field]
