@@ -66,31 +66,7 @@ def splice(body: bytes, extra: dict | None) -> bytes:
     return head + (b"," + body[1:] if len(body) > 2 else b"}")
 
 
-class TreeQueries:
-    """Archival-object lookups mixed into the service (kept apart to keep the CRUD core short)."""
-
-    def find_archival_objects(self, *, repo_id: int, ref_ids: list[str], component_ids: list[str], resolve: list[str]) -> bytes:
-        record_type = self.registry["archival_object"]
-        with self.db.read() as conn:
-            self.check_repository(conn, record_type, repo_id, writing=False)
-            table = conn.info["fonds_tables"][record_type.name]
-            if not ref_ids and not component_ids:
-                return b'{"archival_objects":[]}'
-            # Select by one list in chunks and filter by the other: both must match, as one query would.
-            column, values = (table.c.ref_id, ref_ids) if ref_ids else (table.c.component_id, component_ids)
-            rows = select_in(
-                conn, lambda chunk: select(table.c.id, table.c.component_id).where(table.c.repo_id == repo_id, column.in_(chunk)), values
-            )
-            wanted_components = set(component_ids) if ref_ids and component_ids else None
-            ids = sorted(row.id for row in rows if wanted_components is None or row.component_id in wanted_components)
-            doc = {"archival_objects": [{"ref": record_type.uri(i, repo_id)} for i in ids]}
-            wanted = refs.parse_resolve(resolve)
-            if wanted:
-                refs.attach_resolved(conn, self.registry, self.render, [doc], wanted)
-        return orjson.dumps(doc)
-
-
-class RecordService(TreeQueries):
+class RecordService:
     def __init__(self, db: Database, registry: Registry, settings: Settings):
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})

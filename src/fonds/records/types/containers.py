@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fonds.records.hooks import Hooks
-from fonds.records.registry import Permissions, RecordType, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.registry import Lookup, Permissions, RecordType, RequiredOneOf, Scope, UniqueKey, text_column
 from fonds.records.search_spec import DocumentField, SearchSpec, copied
 
 
@@ -63,6 +63,7 @@ TYPES = (
         unique_keys=(UniqueKey(("repo_id", "barcode"), "barcode", "A barcode must be unique within a repository"),),
         hooks=TopContainerHooks(),
         search=TOP_CONTAINER_SEARCH,
+        lookups=(Lookup("indicator", "indicator"), Lookup("barcode", "barcode")),
     ),
     RecordType(
         name="location_profile",
