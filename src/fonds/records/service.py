@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import orjson
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
-from fonds.records import deletion, refs
+from fonds.records import deletion, refs, uniqueness
 from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
@@ -125,14 +126,6 @@ class RecordService:
             if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
                 raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
 
-    def _check_unique(self, conn, record_type: RecordType, columns: dict, record_id: int) -> None:
-        table = conn.info["fonds_tables"][record_type.name]
-        for key in record_type.unique_keys:
-            other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
-            if other is not None:
-                extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
-                raise Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
-
     def _save(
         self, conn, ctx: WriteContext, doc: dict, warnings: dict, *, links, lock_version: int, audit: dict, expect: int | None, now, op: str
     ) -> None:
@@ -142,7 +135,7 @@ class RecordService:
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
         for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
             del warnings[field]
-        self._check_unique(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id)
+        uniqueness.check(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id)
         doc.update(uri=ctx.uri, lock_version=lock_version, **audit)
         if record_type.repo_scoped:
             doc["repository"] = {"ref": f"/repositories/{ctx.repo_id}"}
@@ -154,9 +147,13 @@ class RecordService:
             "last_modified_by": audit["last_modified_by"],
         }
         tables = conn.info["fonds_tables"]
-        if not store.store(
-            conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
-        ):
+        try:
+            stored = store.store(
+                conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
+            )
+        except IntegrityError as refused:
+            raise uniqueness.race_error(self.db, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id, refused) from refused
+        if not stored:
             raise Conflict("The record you tried to update has been modified since you fetched it.")
         store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links, fresh=op == "created")
         change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
