@@ -5,9 +5,10 @@ property with a schema `default` takes it. Scripts written against ArchivesSpace
 
 Fonds fills them when a record is written, so the stored JSON already holds them and reads keep
 serving the stored bytes unchanged. Read-only properties are the service's: those it computes are
-left to the type's hooks; those with a default (`suppressed`, a subject's `publish`) get it on
-create and keep their stored value on update (a client cannot set them). Fields a type computes
-at read time (`RecordType.read_fields`) are never stored, so never filled.
+left to the type's hooks; those with a default (`suppressed`, a subject's `publish`) and read-only
+arrays (`active_restrictions`) get it on create and keep their stored value on update (a client
+cannot set them). Fields a type computes at read time (`RecordType.read_fields`) are never
+stored, so never filled.
 """
 
 from __future__ import annotations
@@ -26,17 +27,24 @@ class Defaults:
         self._fill_object(self.schemas[name], doc, frozenset(skip))
         return doc
 
-    def keep_service_values(self, name: str, doc: dict, existing: dict | None) -> None:
-        """Read-only properties with a default: the stored value on update, the default on create."""
+    def keep_service_values(self, name: str, doc: dict, existing: dict | None, *, skip=()) -> None:
+        """Read-only properties with a default, and read-only arrays, that the type's hooks did not
+        set: the stored value on update, the default (or `[]`) on create."""
         for key, definition in self.schemas[name]["properties"].items():
-            if definition.get("readOnly") and "default" in definition and key not in doc:
-                doc[key] = existing[key] if existing and key in existing else copy.deepcopy(definition["default"])
+            if not definition.get("readOnly") or key in doc or key in skip:
+                continue
+            if existing and key in existing:
+                doc[key] = existing[key]
+            elif "default" in definition:
+                doc[key] = copy.deepcopy(definition["default"])
+            elif definition.get("type") == "array":
+                doc[key] = []
 
     def fill_stored(self, name: str, doc: dict, *, skip=()) -> bool:
         """Fill a record stored before defaults were filled on write; True if it changed."""
         before = copy.deepcopy(doc)
         self.fill(name, doc, skip=skip)
-        self.keep_service_values(name, doc, doc)
+        self.keep_service_values(name, doc, doc, skip=skip)
         return doc != before
 
     def _fill_object(self, schema: dict, doc: dict, skip: frozenset = frozenset()) -> None:

@@ -131,7 +131,7 @@ class RecordService:
     ) -> None:
         record_type = ctx.record_type
         record_type.hooks.derive(ctx, doc)
-        self.defaults.keep_service_values(record_type.name, doc, ctx.existing_doc)
+        self.defaults.keep_service_values(record_type.name, doc, ctx.existing_doc, skip=record_type.read_fields)
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
         for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
             del warnings[field]
@@ -307,7 +307,13 @@ class RecordService:
             extras = node_fields.read_extras(conn, self.registry, tree, rows)
         if extras is None:
             return [row.json for row in rows]
-        return [splice(row.json, extra) for row, extra in zip(rows, extras)]
+        declared = set(record_type.read_fields)
+        # Declared read-time fields are never stored, so splicing cannot repeat a key; a field
+        # the stored JSON may also hold is merged instead, the computed value winning.
+        return [
+            splice(row.json, extra) if extra.keys() <= declared else orjson.dumps({**orjson.loads(row.json), **extra})
+            for row, extra in zip(rows, extras)
+        ]
 
     def with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
         wanted = refs.parse_resolve(resolve)
