@@ -9,13 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from asnake import aspace as asnake_aspace
+from asnake import client as asnake_client
+from asnake import utils as asnake_utils
 
 from tests.conftest import PG_URL, SCHEMA, _drop_schema, _empty_schema
 from tests.test_cli import SERVE_PASSWORD, free_port, serve_env, stop, wait_until_up
-
-asnake_client = pytest.importorskip("asnake.client")
-asnake_aspace = pytest.importorskip("asnake.aspace")
-asnake_utils = pytest.importorskip("asnake.utils")
 
 
 class _Settings:

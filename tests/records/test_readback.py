@@ -151,3 +151,13 @@ def test_unknown_properties_holding_data_still_warn(api, repo):
     response = api.post(f"/repositories/{repo}/accessions", json=body)
     assert response.status_code == 200, response.text
     assert set(response.json()["warnings"]) >= {"dates/0/colour", "classifications"}
+
+
+def test_a_computed_field_the_type_did_not_declare_is_merged_not_repeated(api, monkeypatch):
+    """`read_extras` returning a field the stored JSON also holds: one key, the computed value."""
+    hooks = REGISTRY["location_profile"].hooks
+    uri = api.create("/location_profiles", {"jsonmodel_type": "location_profile", "name": "Shelf"})["uri"]
+    monkeypatch.setattr(hooks, "read_extras", lambda conn, rows: [{"display_string": "computed"} for _ in rows])
+    response = api.get(uri)
+    assert response.text.count('"display_string"') == 1
+    assert response.json()["display_string"] == "computed" and response.json()["name"] == "Shelf"
