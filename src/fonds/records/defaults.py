@@ -36,7 +36,7 @@ class Defaults:
             if existing and key in existing:
                 doc[key] = existing[key]
             elif "default" in definition:
-                doc[key] = copy.deepcopy(definition["default"])
+                doc[key] = _copy(definition["default"])
             elif definition.get("type") == "array":
                 doc[key] = []
 
@@ -54,7 +54,7 @@ class Defaults:
             elif key in skip or definition.get("readOnly"):
                 continue
             elif "default" in definition:
-                doc[key] = copy.deepcopy(definition["default"])
+                doc[key] = _copy(definition["default"])
             elif definition.get("type") == "array":
                 doc[key] = []
 
@@ -72,3 +72,8 @@ class Defaults:
         elif isinstance(value, list) and "items" in definition:
             for item in value:
                 self._descend(definition["items"], item)
+
+
+def _copy(value):
+    # Defaults are mostly flags and strings; only a list or object default needs its own copy.
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
