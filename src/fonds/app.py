@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__
-from fonds.api import archival_objects, batch, enumerations, groups, locations, openapi, search, sessions, system, trees, users
+from fonds.api import batch, enumerations, groups, locations, lookups, openapi, search, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
 from fonds.api.middleware import CatchAll, RefuseNul
@@ -90,11 +90,12 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app, before_http_error=session_gone_response)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, enumerations, sessions, users, groups, archival_objects, locations, batch, search):
+    for module in (system, enumerations, sessions, users, groups, locations, batch, search):
         module.register(app.router)
     for record_type in REGISTRY:
         register_record_routes(app.router, record_type)
     trees.register(app.router, REGISTRY)
+    lookups.register(app.router, REGISTRY)
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(openapi.build(app, app.state.fonds.records.schemas.schemas, REGISTRY)) or spec
     # Added innermost first: CacheControl(CatchAll(RefuseNul(routes))); sessions are checked per route.

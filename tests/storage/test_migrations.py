@@ -302,3 +302,53 @@ def test_an_upgrade_from_0002_lets_administrators_and_archivists_edit_the_lists(
     assert "update_enumeration_record" in docs[1]["grants_permissions"]
     assert docs[2]["grants_permissions"] == ["view_repository", "manage_enumeration_record"]
     assert docs[3]["grants_permissions"] == ["view_repository"]
+
+
+# -- schema defaults in stored records (revision 0006_readback) -----------------------------
+
+LEGACY_ABSENT = {"publish", "suppressed", "restrictions", "restrictions_apply", "is_slug_auto", "is_finding_aid_status_published"}
+
+
+def test_an_upgrade_fills_schema_defaults_into_records_stored_without_them(settings):
+    """Records stored before defaults were filled on write get them from the migration, with
+    their lock_version unchanged; fields computed at read time are not stored."""
+    from alembic import command
+
+    from fonds.app import create_app
+    from tests.factories import Api
+
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        api = Api.login(client)
+        repo = api.create_repository("OLD")
+        resource = api.create(f"/repositories/{repo}/resources", {"jsonmodel_type": "resource", "title": "Old papers"})["uri"]
+        node = api.create(f"/repositories/{repo}/archival_objects", {"jsonmodel_type": "archival_object", "title": "Box 1"})["uri"]
+        subject = api.create("/subjects", {"jsonmodel_type": "subject", "title": "Old", "source": "local"})["uri"]
+        group = api.group_uri(repo, "repository-viewers")
+    db = Database(settings.effective_database_url, database_metadata())
+    uris = {"resource": resource, "archival_object": node, "subject": subject}
+    config = migrate.alembic_config()
+    try:
+        with db.engine.connect() as conn, conn.begin():
+            for name, uri in uris.items():
+                # What the record looked like when only the client's fields and the service's were stored.
+                stored = orjson.loads(conn.execute(text(f"SELECT json FROM {name} WHERE id = :id"), {"id": record_id(uri)}).scalar_one())
+                legacy = {key: value for key, value in stored.items() if value != [] and key not in LEGACY_ABSENT}
+                conn.execute(
+                    text(f"UPDATE {name} SET json = :json, lock_version = 3 WHERE id = :id"),
+                    {"json": orjson.dumps({**legacy, "lock_version": 3}), "id": record_id(uri)},
+                )
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0005_auth_generation")
+    finally:
+        db.dispose()
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        api = Api.login(client)
+        found = {name: api.get(uri).json() for name, uri in uris.items()}
+        viewers = api.get(group)
+    assert {record["lock_version"] for record in found.values()} == {3}
+    assert (found["resource"]["subjects"], found["resource"]["notes"], found["resource"]["instances"]) == ([], [], [])
+    assert (found["resource"]["publish"], found["resource"]["suppressed"], found["resource"]["restrictions"]) == (False, False, False)
+    assert found["archival_object"]["dates"] == [] and found["archival_object"]["publish"] is False
+    assert "ancestors" in found["archival_object"] and found["archival_object"]["position"] is not None
+    assert found["subject"]["publish"] is True and found["subject"]["external_documents"] == []
+    assert viewers.status_code == 200 and viewers.text.count('"member_usernames"') == 1

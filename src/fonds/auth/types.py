@@ -27,6 +27,8 @@ def normal_username(name: str) -> str | None:
 
 
 class UserHooks(Hooks):
+    read_fields = USER_READ_FIELDS
+
     def check(self, doc):
         if isinstance(doc.get("username"), str) and normal_username(doc["username"]) is None:
             return {"username": ["Invalid username: use letters, digits, '-', '_', '.', '@' and single spaces"]}
@@ -89,6 +91,8 @@ def _is_administrators(repo_id, code_key) -> bool:
 
 
 class GroupHooks(Hooks):
+    read_fields = ("member_usernames",)
+
     def check(self, doc):
         unknown = [code for code in doc.get("grants_permissions", []) if code not in PERMISSION_CODES]
         return {"grants_permissions": [f"Unknown permission '{code}'" for code in unknown]} if unknown else {}

@@ -58,6 +58,8 @@ class WriteContext:
 class Hooks:
     # A repository's records go when it goes.
     contains_repository_records = False
+    # Fields `read_extras` computes at read time: never stored (nor filled with schema defaults).
+    read_fields: tuple[str, ...] = ()
 
     def list_filter(self, table):
         """A WHERE clause hiding rows from listings (None: show all)."""

@@ -6,7 +6,7 @@ the complete registry from which routes, tables, validation and the generic test
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
@@ -76,6 +76,22 @@ class RequiredOneOf:
 
 
 @dataclass(frozen=True)
+class Lookup:
+    """A `find_by_id` criterion (ArchivesSpace's `GET /repositories/:repo_id/find_by_id/<path>`):
+    the query parameter `<param>[]` matches records whose `column` equals one of its values.
+    `parse` turns a value as sent into the column's form (None: no record can match it). Several
+    values of one parameter are OR-ed, several parameters AND-ed, as ArchivesSpace's IDLookup."""
+
+    param: str
+    column: str
+    parse: Callable[[str], object] | None = None
+
+    def values(self, sent: list[str]) -> list:
+        parsed = sent if self.parse is None else [self.parse(value) for value in sent]
+        return [value for value in parsed if value is not None]
+
+
+@dataclass(frozen=True)
 class TreeSpec:
     """A hierarchy two record types form: `root` records (a resource) hold ordered trees of `node`
     records (archival objects). Each node's JSON refs its root under the field named after the
@@ -89,6 +105,9 @@ class TreeSpec:
     children_type: str
     # What the tree views show beyond the fields every tree shares (records/trees/decorations.py).
     views: TreeViews = field(default_factory=TreeViews, compare=False)
+
+    # A node's fields computed at read time (records/trees/node_fields.py), never stored.
+    node_read_fields = ("position", "ancestors")
 
     @property
     def root_field(self) -> str:
@@ -124,6 +143,8 @@ class RecordType:
     search: SearchSpec | None = None
     # `POST <record>/suppressed` hides it from users who may not see suppressed records.
     suppressible: bool = False
+    # `GET /repositories/:repo_id/find_by_id/<path>` criteria; none: no such route.
+    lookups: tuple[Lookup, ...] = ()
 
     @property
     def repo_scoped(self) -> bool:
@@ -138,6 +159,12 @@ class RecordType:
         if self.repo_scoped:
             return f"/repositories/{repo_id}/{self.path}/{record_id}"
         return f"/{self.path}/{record_id}"
+
+    @property
+    def read_fields(self) -> tuple[str, ...]:
+        """Fields computed at read time and spliced into the stored JSON: never stored."""
+        node = self.tree.node_read_fields if self.tree is not None and self.tree.node == self.name else ()
+        return (*self.hooks.read_fields, *node)
 
     def not_found(self) -> str:
         return self.missing_message or f"{self.model_name} not found"
@@ -227,9 +254,23 @@ def build_registry(types: Iterable[RecordType], *, permission_codes: Iterable[st
             code = getattr(t.permissions, action)
             if code not in known:
                 problems.append(f"record type '{t.name}' needs unknown permission '{code}' to {action}")
+    for t in types:
+        problems += _lookup_problems(t)
     if problems:
         raise RegistryError("; ".join(problems))
     return Registry(types)
+
+
+def _lookup_problems(record_type: RecordType) -> list[str]:
+    """A lookup needs a repository (its route is under one) and a column of the type's table."""
+    if record_type.lookups and not record_type.repo_scoped:
+        return [f"record type '{record_type.name}' declares lookups but is not repository-scoped"]
+    columns = {column.name for column in record_type.columns}
+    return [
+        f"record type '{record_type.name}' looks up '{lookup.param}' in '{lookup.column}', which is not one of its columns"
+        for lookup in record_type.lookups
+        if lookup.column not in columns
+    ]
 
 
 def id_column(name: str, index: bool = False) -> ColumnSpec:

@@ -34,8 +34,34 @@ ENVELOPE_PROPERTIES = {
 }
 
 
+# What ArchivesSpace injects into every schema, subrecords included (aspace-model.md §1.2), and
+# the other fields its server computes: a record exported from ArchivesSpace carries them at
+# every depth (`extents/0/lock_version`, `terms/0/created_by`, `sub_container/display_string`).
+# Read-only, so a client's values are dropped without a warning, as ArchivesSpace drops them.
+SERVICE_SET_PROPERTIES = {
+    **{key: definition for key, definition in ENVELOPE_PROPERTIES.items() if key != "lock_version"},
+    "lock_version": {"type": ["integer", "string"], "readOnly": True},
+    "display_string": {"type": "string", "readOnly": True},
+}
+RESOLVED = {"type": "object", "readOnly": True}
+
+
+def _mark_resolved(node) -> None:
+    """Every inline ref object (`x-ref` with properties) may carry `_resolved` (what `resolve[]`
+    attached to a record read before): read-only wherever a ref is."""
+    if isinstance(node, dict):
+        if "x-ref" in node and "properties" in node:
+            node["properties"].setdefault("_resolved", RESOLVED)
+        for value in node.values():
+            _mark_resolved(value)
+    elif isinstance(node, list):
+        for value in node:
+            _mark_resolved(value)
+
+
 class SchemaSet:
-    """Every schema by name, with the envelope injected into the top-level record types."""
+    """Every schema by name: the top-level record types get the envelope, and every schema
+    (subrecords too) the service-set fields ArchivesSpace's records carry at every depth."""
 
     def __init__(self, schemas: dict[str, dict], record_types: set[str]):
         # Without `$schema`: a `$ref`'d subschema declaring it would be validated with jsonschema's
@@ -46,6 +72,11 @@ class SchemaSet:
             props = schemas[name].setdefault("properties", {})
             for key, definition in ENVELOPE_PROPERTIES.items():
                 props.setdefault(key, definition)
+        for schema in schemas.values():
+            if schema.get("type") == "object" and "properties" in schema:
+                for key, definition in SERVICE_SET_PROPERTIES.items():
+                    schema["properties"].setdefault(key, definition)
+            _mark_resolved(schema)
         self.registry = referencing.Registry().with_resources(
             (name, DRAFT202012.create_resource(schema)) for name, schema in schemas.items()
         )

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 
 import orjson
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
-from fonds.records import deletion, refs
+from fonds.records import deletion, refs, uniqueness
+from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, Registry
@@ -65,37 +67,14 @@ def splice(body: bytes, extra: dict | None) -> bytes:
     return head + (b"," + body[1:] if len(body) > 2 else b"}")
 
 
-class TreeQueries:
-    """Archival-object lookups mixed into the service (kept apart to keep the CRUD core short)."""
-
-    def find_archival_objects(self, *, repo_id: int, ref_ids: list[str], component_ids: list[str], resolve: list[str]) -> bytes:
-        record_type = self.registry["archival_object"]
-        with self.db.read() as conn:
-            self.check_repository(conn, record_type, repo_id, writing=False)
-            table = conn.info["fonds_tables"][record_type.name]
-            if not ref_ids and not component_ids:
-                return b'{"archival_objects":[]}'
-            # Select by one list in chunks and filter by the other: both must match, as one query would.
-            column, values = (table.c.ref_id, ref_ids) if ref_ids else (table.c.component_id, component_ids)
-            rows = select_in(
-                conn, lambda chunk: select(table.c.id, table.c.component_id).where(table.c.repo_id == repo_id, column.in_(chunk)), values
-            )
-            wanted_components = set(component_ids) if ref_ids and component_ids else None
-            ids = sorted(row.id for row in rows if wanted_components is None or row.component_id in wanted_components)
-            doc = {"archival_objects": [{"ref": record_type.uri(i, repo_id)} for i in ids]}
-            wanted = refs.parse_resolve(resolve)
-            if wanted:
-                refs.attach_resolved(conn, self.registry, self.render, [doc], wanted)
-        return orjson.dumps(doc)
-
-
-class RecordService(TreeQueries):
+class RecordService:
     def __init__(self, db: Database, registry: Registry, settings: Settings):
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
         self.value_lists = ListCache(db)
         self.list_usage = ListUsage(self.schemas, registry)
         self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
+        self.defaults = Defaults(self.schemas)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -121,6 +100,7 @@ class RecordService(TreeQueries):
         if errors:
             raise Invalid(errors, warnings)
         clean["jsonmodel_type"] = record_type.name
+        self.defaults.fill(record_type.name, clean, skip=record_type.read_fields)
         return clean, warnings, lock_version
 
     def find_links(self, record_type: RecordType, doc: dict) -> list[refs.Link]:
@@ -146,23 +126,16 @@ class RecordService(TreeQueries):
             if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
                 raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
 
-    def _check_unique(self, conn, record_type: RecordType, columns: dict, record_id: int) -> None:
-        table = conn.info["fonds_tables"][record_type.name]
-        for key in record_type.unique_keys:
-            other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
-            if other is not None:
-                extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
-                raise Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
-
     def _save(
         self, conn, ctx: WriteContext, doc: dict, warnings: dict, *, links, lock_version: int, audit: dict, expect: int | None, now, op: str
     ) -> None:
         record_type = ctx.record_type
         record_type.hooks.derive(ctx, doc)
+        self.defaults.keep_service_values(record_type.name, doc, ctx.existing_doc, skip=record_type.read_fields)
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
         for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
             del warnings[field]
-        self._check_unique(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id)
+        uniqueness.check(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id)
         doc.update(uri=ctx.uri, lock_version=lock_version, **audit)
         if record_type.repo_scoped:
             doc["repository"] = {"ref": f"/repositories/{ctx.repo_id}"}
@@ -174,9 +147,13 @@ class RecordService(TreeQueries):
             "last_modified_by": audit["last_modified_by"],
         }
         tables = conn.info["fonds_tables"]
-        if not store.store(
-            conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
-        ):
+        try:
+            stored = store.store(
+                conn, tables[record_type.name], ctx.record_id, json=orjson.dumps(doc), values=values, expect_lock_version=expect
+            )
+        except IntegrityError as refused:
+            raise uniqueness.race_error(self.db, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id, refused) from refused
+        if not stored:
             raise Conflict("The record you tried to update has been modified since you fetched it.")
         store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links, fresh=op == "created")
         change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
@@ -331,7 +308,13 @@ class RecordService(TreeQueries):
             extras = node if extras is None else [{**own, **more} for own, more in zip(extras, node)]
         if extras is None:
             return [row.json for row in rows]
-        return [splice(row.json, extra) for row, extra in zip(rows, extras)]
+        declared = set(record_type.read_fields)
+        # Declared read-time fields are never stored, so splicing cannot repeat a key; a field
+        # the stored JSON may also hold is merged instead, the computed value winning.
+        return [
+            splice(row.json, extra) if extra.keys() <= declared else orjson.dumps({**orjson.loads(row.json), **extra})
+            for row, extra in zip(rows, extras)
+        ]
 
     def with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
         wanted = refs.parse_resolve(resolve)

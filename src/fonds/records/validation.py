@@ -74,7 +74,9 @@ class Normaliser:
                 continue
             definition = props.get(key)
             if definition is None:
-                warnings[_path(path, key)] = ["Unknown property, ignored"]
+                # An empty list holds nothing to lose (an export's `classifications: []`).
+                if raw != []:
+                    warnings[_path(path, key)] = ["Unknown property, ignored"]
                 continue
             if definition.get("readOnly"):
                 continue

@@ -30,7 +30,8 @@ CURRENT = "CURRENT"
 APPLIED = "applied"
 SCHEMA = "schema"
 # Bumped when what goes into documents changes in a way the catalog does not show.
-DOCUMENT_VERSION = 1
+# 2: records' `json` holds their schema defaults (migration 0006_readback filled stored ones).
+DOCUMENT_VERSION = 2
 
 
 class IndexUnavailable(Exception):

@@ -9,7 +9,18 @@ from sqlalchemy import Boolean
 
 from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
-from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, TreeSpec, UniqueKey, id_column, text_column
+from fonds.records.registry import (
+    Lookup,
+    Permissions,
+    RecordType,
+    RefRule,
+    RequiredOneOf,
+    Scope,
+    TreeSpec,
+    UniqueKey,
+    id_column,
+    text_column,
+)
 from fonds.records.search_spec import (
     DESCRIBED,
     FOUR_PART_ID,
@@ -46,6 +57,20 @@ def _identifier(doc: dict) -> str | None:
     if not doc.get("id_0"):
         return None
     return orjson.dumps([doc.get(part) for part in IDENTIFIER_PARTS]).decode()
+
+
+def identifier_lookup(sent: str) -> str | None:
+    """ArchivesSpace's `identifier[]` lookup value: a JSON array of one to four parts, padded
+    with nulls, in the identifier column's form (None: not such an array, so nothing matches)."""
+    try:
+        parts = orjson.loads(sent)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(parts, list) or not 0 < len(parts) <= len(IDENTIFIER_PARTS):
+        return None
+    # Empty parts are missing ones, as on write.
+    parts = [None if part == "" else part for part in parts]
+    return orjson.dumps(parts + [None] * (len(IDENTIFIER_PARTS) - len(parts))).decode()
 
 
 def identifier_errors(doc: dict) -> FieldErrors:
@@ -249,6 +274,7 @@ TYPES = (
         tree=ARCHIVAL_TREE,
         search=RESOURCE_SEARCH,
         suppressible=True,
+        lookups=(Lookup("identifier", "identifier", identifier_lookup),),
     ),
     RecordType(
         name="archival_object",
@@ -283,5 +309,6 @@ TYPES = (
         tree=ARCHIVAL_TREE,
         search=ARCHIVAL_OBJECT_SEARCH,
         suppressible=True,
+        lookups=(Lookup("ref_id", "ref_id"), Lookup("component_id", "component_id")),
     ),
 )

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from fonds.errors import FieldErrors, Invalid
 from fonds.records.hooks import Hooks
-from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, text_column
+from fonds.records.registry import Lookup, Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, text_column
 from fonds.records.search_spec import DocumentField, SearchSpec, copied, ref_of
 from fonds.records.types import container_links
 
@@ -108,5 +108,6 @@ TYPES = (
         ref_rules=(RefRule(f"{LOCATIONS}/*", "restrict", message="Location cannot be deleted if linked"),),
         hooks=TopContainerHooks(),
         search=TOP_CONTAINER_SEARCH,
+        lookups=(Lookup("indicator", "indicator"), Lookup("barcode", "barcode")),
     ),
 )

@@ -1,0 +1,79 @@
+"""Schema defaults, filled as ArchivesSpace fills them on output (its `apply_schema_defaults`):
+in a record and in each of its subrecords, an array property that is absent becomes `[]` and a
+property with a schema `default` takes it. Scripts written against ArchivesSpace rely on it
+(`for agent in record["linked_agents"]`, `if record["publish"]`).
+
+Fonds fills them when a record is written, so the stored JSON already holds them and reads keep
+serving the stored bytes unchanged. Read-only properties are the service's: those it computes are
+left to the type's hooks; those with a default (`suppressed`, a subject's `publish`) and read-only
+arrays (`active_restrictions`) get it on create and keep their stored value on update (a client
+cannot set them). Fields a type computes at read time (`RecordType.read_fields`) are never
+stored, so never filled.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from fonds.records.schemas import SchemaSet
+
+
+class Defaults:
+    def __init__(self, schemas: SchemaSet):
+        self.schemas = schemas
+
+    def fill(self, name: str, doc: dict, *, skip=()) -> dict:
+        """Fill the defaults of a client's record of type `name` (and of its subrecords) in place."""
+        self._fill_object(self.schemas[name], doc, frozenset(skip))
+        return doc
+
+    def keep_service_values(self, name: str, doc: dict, existing: dict | None, *, skip=()) -> None:
+        """Read-only properties with a default, and read-only arrays, that the type's hooks did not
+        set: the stored value on update, the default (or `[]`) on create."""
+        for key, definition in self.schemas[name]["properties"].items():
+            if not definition.get("readOnly") or key in doc or key in skip:
+                continue
+            if existing and key in existing:
+                doc[key] = existing[key]
+            elif "default" in definition:
+                doc[key] = _copy(definition["default"])
+            elif definition.get("type") == "array":
+                doc[key] = []
+
+    def fill_stored(self, name: str, doc: dict, *, skip=()) -> bool:
+        """Fill a record stored before defaults were filled on write; True if it changed."""
+        before = copy.deepcopy(doc)
+        self.fill(name, doc, skip=skip)
+        self.keep_service_values(name, doc, doc, skip=skip)
+        return doc != before
+
+    def _fill_object(self, schema: dict, doc: dict, skip: frozenset = frozenset()) -> None:
+        for key, definition in schema.get("properties", {}).items():
+            if key in doc:
+                self._descend(definition, doc[key])
+            elif key in skip or definition.get("readOnly"):
+                continue
+            elif "default" in definition:
+                doc[key] = _copy(definition["default"])
+            elif definition.get("type") == "array":
+                doc[key] = []
+
+    def _descend(self, definition: dict, value) -> None:
+        if definition.get("readOnly"):
+            return  # `_resolved` and computed fields are not the client's record
+        if "oneOf" in definition:
+            branch = self.schemas.branch_for(definition["oneOf"], value.get("jsonmodel_type")) if isinstance(value, dict) else None
+            if branch is not None:
+                self._fill_object(branch, value)
+            return
+        definition = self.schemas.deref(definition)
+        if isinstance(value, dict) and "properties" in definition:
+            self._fill_object(definition, value)
+        elif isinstance(value, list) and "items" in definition:
+            for item in value:
+                self._descend(definition["items"], item)
+
+
+def _copy(value):
+    # Defaults are mostly flags and strings; only a list or object default needs its own copy.
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value

@@ -1,0 +1,36 @@
+"""Unique keys (`RecordType.unique_keys`): checked before a write, so a clash is a 400 naming the
+field; and the same 400 when the database refuses a value another transaction took after that
+check (two PostgreSQL writers racing; SQLite's writers are serialised), never a 500."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+
+from fonds.errors import Invalid
+from fonds.records.registry import RecordType
+from fonds.storage import records as store
+
+
+def error_for(conn, table, record_type: RecordType, columns: dict, record_id: int) -> Invalid | None:
+    """The 400 for the first unique key whose values another record already holds."""
+    for key in record_type.unique_keys:
+        other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
+        if other is not None:
+            extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
+            return Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
+    return None
+
+
+def check(conn, record_type: RecordType, columns: dict, record_id: int) -> None:
+    error = error_for(conn, conn.info["fonds_tables"][record_type.name], record_type, columns, record_id)
+    if error is not None:
+        raise error
+
+
+def race_error(db, record_type: RecordType, columns: dict, record_id: int, refused: IntegrityError) -> Exception:
+    """What to raise when the database refused the write: the pre-check's 400, looked up on a
+    fresh connection (the writing transaction is aborted on PostgreSQL) where the other
+    transaction's committed row is visible. Any other integrity failure is a bug, and stays one."""
+    with db.engine.connect() as fresh:
+        error = error_for(fresh, db.tables[record_type.name], record_type, columns, record_id)
+    return error if error is not None else refused
