@@ -2,8 +2,9 @@
 temporary URIs (`/repositories/2/resources/import_1`), created in one transaction in an order
 where every record comes after the records it refers to. All or none.
 
-Temporary refs are replaced by the created records' URIs just before each record is
-validated, so validation and ref checks see ordinary URIs."""
+Every record's id is allocated first and temporary refs are replaced by the URIs the records
+will have before any record is validated, so validation and ref checks see ordinary URIs; then
+the whole set goes through the batch write path (records/writes.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records.registry import RecordType
+from fonds.records.writes import Batch, NewRecord
 
 FIELD = "batch_import"
 
@@ -99,25 +101,33 @@ def creation_order(entries: list[Entry]) -> list[Entry]:
 def import_batch(
     service, conn, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
 ) -> dict[str, list]:
-    """Create every record in the caller's transaction; returns {temporary URI: [URI, id]}."""
+    """Create every record in the caller's transaction as one batch; returns {temporary URI: [URI, id]}.
+
+    Ids are allocated first, so every temporary ref is replaced before any record is validated."""
     entries = parse_entries(service.registry, records)
     for entry in entries:
         if not may_create(entry.record_type):
             raise Denied()
-    created: dict[str, str] = {}
-    saved: dict[str, list] = {}
-    for done, entry in enumerate(creation_order(entries), start=1):
+    ordered = creation_order(entries)
+    batch = Batch(service, conn, actor)
+    by_type: dict[str, list[Entry]] = {}
+    for entry in entries:
+        by_type.setdefault(entry.record_type.name, []).append(entry)
+    ids: dict[int, int] = {}
+    for members in by_type.values():
+        ids.update(zip((e.index for e in members), batch.allocate(members[0].record_type, len(members))))
+    scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
+    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    service.value_lists.refresh()
+    items = []
+    for entry in ordered:
         doc = _substituted(entry.doc, created)
         doc.pop("uri", None)
-        scope = repo_id if entry.record_type.repo_scoped else None
+        label = f"{FIELD}/{entry.index}"
         try:
-            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True)
-            result = service.create_in(conn, entry.record_type, clean, warnings, repo_id=scope, actor=actor)
+            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False)
         except Invalid as error:
-            raise nested_under(error, f"{FIELD}/{entry.index}") from None
-        if entry.temporary_uri:
-            created[entry.temporary_uri] = result["uri"]
-            saved[entry.temporary_uri] = [result["uri"], result["id"]]
-        if progress is not None:
-            progress(done)
-    return saved
+            raise nested_under(error, label) from None
+        items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index]))
+    batch.create(items, progress=progress)
+    return {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}

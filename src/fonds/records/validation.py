@@ -184,10 +184,12 @@ class RecordValidator:
             name: cls(schema, registry=schemas.registry, format_checker=checker) for name, schema in schemas.schemas.items()
         }
 
-    def errors(self, name: str, doc: dict, soft: FieldErrors | None = None) -> FieldErrors:
-        """Errors by path; what is only a warning unless validation is strict goes into `soft`."""
+    def errors(self, name: str, doc: dict, soft: FieldErrors | None = None, *, refresh: bool = True) -> FieldErrors:
+        """Errors by path; what is only a warning unless validation is strict goes into `soft`.
+        `refresh=False`: the caller refreshed the value lists once for a whole batch."""
         found: FieldErrors = {}
-        self.value_lists.refresh()
+        if refresh:
+            self.value_lists.refresh()
         for error in self._validators[name].iter_errors(doc):
             self._collect(error, "", found, {} if soft is None else soft)
         return found
@@ -223,11 +225,13 @@ class RecordValidator:
             if sub.schema_path and sub.schema_path[0] == index:
                 self._collect(sub, path, found, soft)
 
-    def prepare(self, name: str, doc: dict, *, aspace_required: tuple[str, ...], one_of_groups, strict: bool) -> tuple[dict, FieldErrors]:
+    def prepare(
+        self, name: str, doc: dict, *, aspace_required: tuple[str, ...], one_of_groups, strict: bool, refresh: bool = True
+    ) -> tuple[dict, FieldErrors]:
         """Normalise and validate a client's record; raise `Invalid` or return (record, warnings)."""
         cleaned, warnings = self.normaliser.record(self.schemas[name], doc)
         soft: FieldErrors = {}
-        errors = self.errors(name, cleaned, soft)
+        errors = self.errors(name, cleaned, soft, refresh=refresh)
         for field in aspace_required:
             if _is_empty(cleaned.get(field)) or cleaned.get(field) == []:
                 soft.setdefault(field, []).append("Property was missing")

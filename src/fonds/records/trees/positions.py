@@ -68,6 +68,11 @@ def append_slot(conn, siblings: Siblings) -> int:
     return last + STEP
 
 
+def following(last: int) -> int | None:
+    """The slot appended after physical position `last`, or None when the list must be renumbered first."""
+    return last + STEP if last + STEP <= LIMIT else None
+
+
 def _neighbours(conn, siblings: Siblings, logical: int, exclude: int | None) -> tuple[int | None, int | None]:
     """Physical positions left and right of logical index `logical` (clamped), ignoring `exclude`."""
     table = siblings.table
