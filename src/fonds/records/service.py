@@ -184,9 +184,19 @@ class RecordService(TreeQueries):
         change_log.append(conn, [change])
 
     def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
-        doc, warnings, _ = self.prepare(record_type, body, creating=True)
+        # Validated before the write lock is taken, against the value lists kept in the process;
+        # the write transaction then confirms they are current (validating again if not).
+        doc = parse_body(body)
+        try:
+            clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=False)
+        except Invalid:
+            # Refused with the kept lists: refuse only with the database's.
+            clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=True)
         with self.db.write() as conn:
-            return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor, options=options)
+            if not self.value_lists.current(conn):
+                self.value_lists.refresh(conn)
+                clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=False)
+            return self.create_in(conn, record_type, clean, warnings, repo_id=repo_id, actor=actor, options=options)
 
     def create_in(
         self,

@@ -57,12 +57,19 @@ def advance_sequence(conn: Connection, table: Table) -> None:
 
 
 def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list[tuple]) -> dict[tuple, int]:
-    """{values: id} of the stored rows holding any of `values` in `columns` (one statement per chunk)."""
-    cols = [table.c[name] for name in columns]
-    key = cols[0] if len(cols) == 1 else tuple_(*cols)
-    wanted = [v[0] for v in values] if len(cols) == 1 else values
-    found = select_in(conn, lambda chunk: select(table.c.id, *cols).where(key.in_(chunk)), wanted)
-    return {tuple(row[1:]): row[0] for row in found}
+    """{values: id} of the stored rows holding any of `values` in `columns`. Grouped by the
+    leading columns (`repo_id = ? AND identifier IN (…)`), which lets SQLite search the unique
+    index on both; it scans the first column's range for a row-value IN list."""
+    *leading, last = (table.c[name] for name in columns)
+    groups: dict[tuple, list] = {}
+    for value in values:
+        groups.setdefault(tuple(value[:-1]), []).append(value[-1])
+    found: dict[tuple, int] = {}
+    for prefix, lasts in groups.items():
+        where = [column == v for column, v in zip(leading, prefix)]
+        rows = select_in(conn, lambda chunk, where=where: select(table.c.id, last).where(*where, last.in_(chunk)), lasts)
+        found.update(((*prefix, row[1]), row[0]) for row in rows)
+    return found
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
