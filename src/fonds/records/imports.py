@@ -131,3 +131,8 @@ def import_batch(
         items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index]))
     batch.create(items, progress=progress)
     return {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
+
+
+def imported_types(records: list) -> set[str]:
+    """The record types of an imported batch (after a successful import, so all known)."""
+    return {doc["jsonmodel_type"] for doc in records}

@@ -10,6 +10,7 @@ from fonds.errors import Invalid, NotFound, nested_under
 from fonds.records.trees.moves import updated
 from fonds.records.writes import Batch, NewRecord
 from fonds.storage import records as store
+from fonds.storage import statistics
 
 # Children per request; the body size limit applies too.
 MAX_CHILDREN = 20_000
@@ -74,6 +75,7 @@ def add_children(service, target_type, target_id: int, repo_id: int, body: bytes
         if target is None:
             raise NotFound(target_type.not_found())
         create_many(service, conn, service.registry[target_type.tree.node], prepared, repo_id=repo_id, actor=actor)
+    statistics.after_bulk_load(service.db, [target_type.tree.node], len(prepared))
     return updated(target_id, target.lock_version)
 
 
