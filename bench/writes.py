@@ -27,10 +27,13 @@ from bench.http import Connection
 HOST = "127.0.0.1"
 
 
-def start_server(data_dir: Path, database_url: str | None, password: str) -> tuple[object, int]:
+SOURCE = Path(__file__).resolve().parent.parent / "src"
+
+
+def start_server(data_dir: Path, database_url: str | None, password: str, source: Path = SOURCE) -> tuple[object, int]:
     port = processes.free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent / "src"), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH")) if p)
     env.update(FONDS_DATA_DIR=str(data_dir), FONDS_ADMIN_PASSWORD=password)
     if database_url:
         env["FONDS_DATABASE_URL"] = database_url
@@ -98,11 +101,12 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=5)
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=5_000, help="records per batch_imports request")
+    parser.add_argument("--source", type=Path, default=SOURCE, help="the fonds source tree the server runs (to compare commits)")
     options = parser.parse_args()
     processes.install_cleanup()
     password = secrets.token_urlsafe(16)
     with tempfile.TemporaryDirectory(prefix="fonds-writes-") as tmp:
-        server, port = start_server(Path(tmp) / "data", options.database_url, password)
+        server, port = start_server(Path(tmp) / "data", options.database_url, password, options.source)
         base = f"http://{HOST}:{port}"
         token = httpx.post(f"{base}/users/admin/login", data={"password": password}).json()["session"]
         headers = {"X-ArchivesSpace-Session": token}

@@ -8,8 +8,11 @@ the whole set goes through the batch write path (records/writes.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import orjson
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records.registry import RecordType
@@ -24,29 +27,32 @@ class Entry:
     record_type: RecordType
     doc: dict
     temporary_uri: str | None
+    # The record serialised once: its refs are found and replaced on these bytes.
+    raw: bytes = b""
 
 
-def _refs(node) -> Iterator[str]:
-    if isinstance(node, dict):
-        ref = node.get("ref")
-        if isinstance(ref, str):
-            yield ref
-        for value in node.values():
-            yield from _refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _refs(item)
+# A ref in a record serialised by orjson (compact): `"ref":"<uri>"`. Inside a JSON string every
+# quote is escaped, so this matches only real `ref` keys with string values.
+_REF = re.compile(rb'"ref":"((?:[^"\\]|\\.)*)"')
 
 
-def _substituted(node, created: dict[str, str]):
-    if isinstance(node, dict):
-        out = {key: _substituted(value, created) for key, value in node.items()}
-        if isinstance(out.get("ref"), str) and out["ref"] in created:
-            out["ref"] = created[out["ref"]]
-        return out
-    if isinstance(node, list):
-        return [_substituted(item, created) for item in node]
-    return node
+def _ref_value(raw: bytes) -> str:
+    return orjson.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode()
+
+
+def _refs(entry: Entry) -> list[str]:
+    """Every ref value in the record, at any depth."""
+    return [_ref_value(match) for match in _REF.findall(entry.raw)]
+
+
+def _substituted(entry: Entry, created: dict[str, str]) -> dict:
+    """The record with its temporary refs replaced (on its serialised form: one pass, no walk)."""
+
+    def replace(match: re.Match) -> bytes:
+        uri = created.get(_ref_value(match.group(1)))
+        return match.group(0) if uri is None else b'"ref":' + orjson.dumps(uri)
+
+    return orjson.loads(_REF.sub(replace, entry.raw))
 
 
 def parse_entries(registry, records) -> list[Entry]:
@@ -71,14 +77,14 @@ def parse_entries(registry, records) -> list[Entry]:
             raise Invalid({f"{where}/uri": [f"{uri} is used by two records of the batch"]})
         if uri:
             seen.add(uri)
-        entries.append(Entry(index, record_type, doc, uri or None))
+        entries.append(Entry(index, record_type, doc, uri or None, orjson.dumps(doc)))
     return entries
 
 
 def creation_order(entries: list[Entry]) -> list[Entry]:
     """Dependencies first, otherwise in the order given (Kahn's algorithm, stable)."""
     by_uri = {e.temporary_uri: e for e in entries if e.temporary_uri}
-    waiting_on = {e.index: {by_uri[r].index for r in _refs(e.doc) if r in by_uri and r != e.temporary_uri} for e in entries}
+    waiting_on = {e.index: {by_uri[r].index for r in _refs(e) if r in by_uri and r != e.temporary_uri} for e in entries}
     dependants: dict[int, list[int]] = {}
     for index, needs in waiting_on.items():
         for need in needs:
@@ -121,7 +127,7 @@ def import_batch(
     service.value_lists.refresh()
     items = []
     for entry in ordered:
-        doc = _substituted(entry.doc, created)
+        doc = _substituted(entry, created)
         doc.pop("uri", None)
         label = f"{FIELD}/{entry.index}"
         try:

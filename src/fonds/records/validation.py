@@ -312,9 +312,31 @@ def find_refs(schemas: SchemaSet, schema: dict, doc, path: str = "") -> list[tup
         return found
     if isinstance(doc, dict):
         for key, definition in schema.get("properties", {}).items():
-            if key in doc and key not in ENVELOPE_PROPERTIES and not definition.get("readOnly"):
+            if key in doc and key not in ENVELOPE_PROPERTIES and not definition.get("readOnly") and _holds_refs(schemas, definition):
                 found += find_refs(schemas, definition, doc[key], _path(path, key))
     elif isinstance(doc, list) and "items" in schema:
         for index, item in enumerate(doc):
             found += find_refs(schemas, schema["items"], item, _path(path, index))
     return found
+
+
+def _holds_refs(schemas: SchemaSet, definition: dict) -> bool:
+    """Whether a value of this property can hold a ref at any depth (dates, extents and notes
+    cannot: `find_refs` skips them). Worked out once per property over the whole schema graph."""
+    known = schemas.__dict__.setdefault("holds_refs", {})
+    if id(definition) not in known:
+        known[id(definition)] = _reaches_ref(schemas, definition, set())
+    return known[id(definition)]
+
+
+def _reaches_ref(schemas: SchemaSet, schema: dict, seen: set[int]) -> bool:
+    if id(schema) in seen:
+        return False  # the rest of this cycle is searched by the caller that entered it
+    seen.add(id(schema))
+    schema = schemas.deref(schema)
+    if "x-ref" in schema and not schema.get("readOnly"):
+        return True
+    children = [*schema.get("oneOf", ()), *schema.get("properties", {}).values()]
+    if isinstance(schema.get("items"), dict):
+        children.append(schema["items"])
+    return any(_reaches_ref(schemas, child, seen) for child in children)

@@ -64,7 +64,7 @@ def place(ctx, doc: dict) -> None:
     ctx.columns.update({spec.root_column: root_id, "parent_id": parent_id, "position": position})
     if old is None:
         if ctx.batch is not None:
-            ctx.batch.memo[("root_of", spec.node, ctx.record_id)] = root_id
+            _remember_new_node(ctx, spec, table, root_id)
         return
     if getattr(old, spec.root_column) != root_id:
         _move_descendants(ctx, spec, doc["ref_id"], root_id)
@@ -79,6 +79,15 @@ def _root_of(ctx, table, spec, parent_id: int) -> int | None:
     if key not in memo:
         memo[key] = ctx.conn.execute(select(table.c[spec.root_column]).where(table.c.id == parent_id)).scalar_one()
     return memo[key]
+
+
+def _remember_new_node(ctx, spec, table, root_id: int | None) -> None:
+    """A node created in this batch: its root is known, nothing lies below it yet (its children
+    in the batch start at the first slot, no query), and no other transaction can see it, so it
+    needs no lock as the owner of a sibling list."""
+    ctx.batch.memo[("root_of", spec.node, ctx.record_id)] = root_id
+    ctx.batch.memo[("slot", table.name, root_id, ctx.record_id)] = positions.BEFORE_FIRST
+    ctx.conn.info.setdefault("fonds_locked", set()).add((spec.node, ctx.record_id))
 
 
 def _batch_slot(ctx, target: Siblings, requested) -> int:
