@@ -141,7 +141,8 @@ def import_records(
 
     from fonds.bootstrap import SYSTEM
     from fonds.errors import FondsError
-    from fonds.records.imports import import_batch
+    from fonds.records.imports import import_batch, imported_types
+    from fonds.storage import statistics
 
     try:
         records = _read_records(file)
@@ -162,6 +163,7 @@ def import_records(
                 may_create=lambda record_type: True,
                 progress=lambda done: bar.update(task, completed=done),
             )
+        statistics.after_bulk_load(services.db, imported_types(records), len(records))
     except FondsError as exc:
         console.print(f"[red]Nothing imported:[/red] {orjson.dumps(exc.body()['error']).decode()}")
         raise typer.Exit(1) from None

@@ -9,8 +9,9 @@ from fonds.api.deps import RawBody, Services, require
 from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.auth.permissions import has_permission
 from fonds.errors import BadRequest
-from fonds.records.imports import import_batch
+from fonds.records.imports import import_batch, imported_types
 from fonds.records.service import Actor
+from fonds.storage import statistics
 
 # Each record is checked against its own type's create permission; reading the repository is
 # what the route itself asks.
@@ -45,6 +46,7 @@ def batch_import(
     service = app.records
     with service.db.write() as conn:
         saved = import_batch(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create)
+    statistics.after_bulk_load(service.db, imported_types(records), len(records))
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
     return json_response([{"saved": saved}])
 

@@ -40,6 +40,10 @@ class WriteContext:
     # Who writes and when: hooks that rewrite other records too (a moved subtree) stamp them alike.
     actor: str = ""
     now: datetime.datetime | None = None
+    # The batch of new records this one is created in (records/writes.py; None on update): what
+    # its records share, such as the next free tree positions (`batch.memo`), and `batch.flush()`
+    # to write the rows derived so far before a hook reads the database for them.
+    batch: Any = None
 
     @property
     def tables(self):
@@ -78,7 +82,10 @@ class Hooks:
 
     def derive(self, ctx: WriteContext, doc: dict) -> None:
         """Fill server-computed fields and `ctx.columns` before the record is stored; may also
-        write the type's own side tables (the row exists already, in the same transaction)."""
+        write the type's own side tables, in the same transaction. On create the record's id
+        and URI are allocated but its row is written after `derive` (with the rest of its batch),
+        so a side table written here must not hold a foreign key to the record's table; the
+        records it refers to (batch members included) are stored already."""
 
     def after_save(self, service, ctx: WriteContext, doc: dict, actor) -> None:
         """Checks and companion records once the row is stored (`ctx.existing` is None on create):

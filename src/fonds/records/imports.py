@@ -2,16 +2,21 @@
 temporary URIs (`/repositories/2/resources/import_1`), created in one transaction in an order
 where every record comes after the records it refers to. All or none.
 
-Temporary refs are replaced by the created records' URIs just before each record is
-validated, so validation and ref checks see ordinary URIs."""
+Every record's id is allocated first and temporary refs are replaced by the URIs the records
+will have before any record is validated, so validation and ref checks see ordinary URIs; then
+the whole set goes through the batch write path (records/writes.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import orjson
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records.registry import RecordType
+from fonds.records.writes import Batch, NewRecord
 
 FIELD = "batch_import"
 
@@ -22,29 +27,32 @@ class Entry:
     record_type: RecordType
     doc: dict
     temporary_uri: str | None
+    # The record serialised once: its refs are found and replaced on these bytes.
+    raw: bytes = b""
 
 
-def _refs(node) -> Iterator[str]:
-    if isinstance(node, dict):
-        ref = node.get("ref")
-        if isinstance(ref, str):
-            yield ref
-        for value in node.values():
-            yield from _refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _refs(item)
+# A ref in a record serialised by orjson (compact): `"ref":"<uri>"`. Inside a JSON string every
+# quote is escaped, so this matches only real `ref` keys with string values.
+_REF = re.compile(rb'"ref":"((?:[^"\\]|\\.)*)"')
 
 
-def _substituted(node, created: dict[str, str]):
-    if isinstance(node, dict):
-        out = {key: _substituted(value, created) for key, value in node.items()}
-        if isinstance(out.get("ref"), str) and out["ref"] in created:
-            out["ref"] = created[out["ref"]]
-        return out
-    if isinstance(node, list):
-        return [_substituted(item, created) for item in node]
-    return node
+def _ref_value(raw: bytes) -> str:
+    return orjson.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode()
+
+
+def _refs(entry: Entry) -> list[str]:
+    """Every ref value in the record, at any depth."""
+    return [_ref_value(match) for match in _REF.findall(entry.raw)]
+
+
+def _substituted(entry: Entry, created: dict[str, str]) -> dict:
+    """The record with its temporary refs replaced (on its serialised form: one pass, no walk)."""
+
+    def replace(match: re.Match) -> bytes:
+        uri = created.get(_ref_value(match.group(1)))
+        return match.group(0) if uri is None else b'"ref":' + orjson.dumps(uri)
+
+    return orjson.loads(_REF.sub(replace, entry.raw))
 
 
 def parse_entries(registry, records) -> list[Entry]:
@@ -69,14 +77,14 @@ def parse_entries(registry, records) -> list[Entry]:
             raise Invalid({f"{where}/uri": [f"{uri} is used by two records of the batch"]})
         if uri:
             seen.add(uri)
-        entries.append(Entry(index, record_type, doc, uri or None))
+        entries.append(Entry(index, record_type, doc, uri or None, orjson.dumps(doc)))
     return entries
 
 
 def creation_order(entries: list[Entry]) -> list[Entry]:
     """Dependencies first, otherwise in the order given (Kahn's algorithm, stable)."""
     by_uri = {e.temporary_uri: e for e in entries if e.temporary_uri}
-    waiting_on = {e.index: {by_uri[r].index for r in _refs(e.doc) if r in by_uri and r != e.temporary_uri} for e in entries}
+    waiting_on = {e.index: {by_uri[r].index for r in _refs(e) if r in by_uri and r != e.temporary_uri} for e in entries}
     dependants: dict[int, list[int]] = {}
     for index, needs in waiting_on.items():
         for need in needs:
@@ -99,25 +107,38 @@ def creation_order(entries: list[Entry]) -> list[Entry]:
 def import_batch(
     service, conn, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
 ) -> dict[str, list]:
-    """Create every record in the caller's transaction; returns {temporary URI: [URI, id]}."""
+    """Create every record in the caller's transaction as one batch; returns {temporary URI: [URI, id]}.
+
+    Ids are allocated first, so every temporary ref is replaced before any record is validated."""
     entries = parse_entries(service.registry, records)
     for entry in entries:
         if not may_create(entry.record_type):
             raise Denied()
-    created: dict[str, str] = {}
-    saved: dict[str, list] = {}
-    for done, entry in enumerate(creation_order(entries), start=1):
-        doc = _substituted(entry.doc, created)
+    ordered = creation_order(entries)
+    batch = Batch(service, conn, actor)
+    by_type: dict[str, list[Entry]] = {}
+    for entry in entries:
+        by_type.setdefault(entry.record_type.name, []).append(entry)
+    ids: dict[int, int] = {}
+    for members in by_type.values():
+        ids.update(zip((e.index for e in members), batch.allocate(members[0].record_type, len(members))))
+    scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
+    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    service.value_lists.refresh()
+    items = []
+    for entry in ordered:
+        doc = _substituted(entry, created)
         doc.pop("uri", None)
-        scope = repo_id if entry.record_type.repo_scoped else None
+        label = f"{FIELD}/{entry.index}"
         try:
-            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True)
-            result = service.create_in(conn, entry.record_type, clean, warnings, repo_id=scope, actor=actor)
+            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False)
         except Invalid as error:
-            raise nested_under(error, f"{FIELD}/{entry.index}") from None
-        if entry.temporary_uri:
-            created[entry.temporary_uri] = result["uri"]
-            saved[entry.temporary_uri] = [result["uri"], result["id"]]
-        if progress is not None:
-            progress(done)
-    return saved
+            raise nested_under(error, label) from None
+        items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index]))
+    batch.create(items, progress=progress)
+    return {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
+
+
+def imported_types(records: list) -> set[str]:
+    """The record types of an imported batch (after a successful import, so all known)."""
+    return {doc["jsonmodel_type"] for doc in records}

@@ -28,34 +28,52 @@ def field_pattern(path: str) -> str:
 
 def check_refs(conn, registry: Registry, refs: list[tuple[str, str]], *, repo_id: int | None) -> list[Link]:
     """Refuse refs to records that do not exist or live in another repository; return the links."""
-    _check_ref_count(refs)
-    tables = conn.info["fonds_tables"]
+    links, errors = check_many(conn, registry, [(refs, repo_id)])
+    if errors[0]:
+        raise BadRequest(errors[0])
+    return links[0]
+
+
+def check_many(
+    conn,
+    registry: Registry,
+    requests: list[tuple[list[tuple[str, str]], int | None]],
+    pending: dict[tuple[str, int], int | None] | None = None,
+) -> tuple[list[list[Link]], list[dict[str, list[str]]]]:
+    """Check the refs of many records at once, one query per target type: `requests` holds each
+    record's (path, uri) refs and repository; `pending` the (type, id) -> repository of records
+    being written in the same batch, which count as existing. Returns each record's links and errors."""
+    for refs, _ in requests:
+        _check_ref_count(refs)
+    pending = pending or {}
     wanted: dict[str, set[int]] = defaultdict(set)
-    parsed = []
-    errors: dict[str, list[str]] = {}
-    for path, uri in refs:
-        target = registry.parse_uri(uri)
-        if target.record_type.repo_scoped and target.repo_id != repo_id:
-            errors.setdefault(path, []).append(f"Invalid URI reference for this ({repo_id}) repo: '{uri}'")
-            continue
-        parsed.append((path, uri, target))
-        wanted[target.record_type.name].add(target.record_id)
-    existing: dict[str, dict[int, int | None]] = {}
+    for refs, _ in requests:
+        for _, uri in refs:
+            target = registry.parse_uri(uri)
+            if (target.record_type.name, target.record_id) not in pending:
+                wanted[target.record_type.name].add(target.record_id)
+    tables = conn.info["fonds_tables"]
+    existing: dict[tuple[str, int], int | None] = dict(pending)
     for name, ids in wanted.items():
         table = tables[name]
-        existing[name] = dict(
-            select_in(conn, lambda chunk, table=table: select(table.c.id, table.c.repo_id).where(table.c.id.in_(chunk)), sorted(ids))
-        )
-    links: list[Link] = []
-    for path, uri, target in parsed:
-        rows = existing[target.record_type.name]
-        if target.record_id not in rows or (target.record_type.repo_scoped and rows[target.record_id] != target.repo_id):
-            errors.setdefault(path, []).append(f"Can't relate to non-existent record: {uri}")
-            continue
-        links.append((field_pattern(path), path, target.record_type.name, target.record_id))
-    if errors:
-        raise BadRequest(errors)
-    return links
+        rows = select_in(conn, lambda chunk, table=table: select(table.c.id, table.c.repo_id).where(table.c.id.in_(chunk)), sorted(ids))
+        existing.update(((name, row.id), row.repo_id) for row in rows)
+    all_links, all_errors = [], []
+    for refs, repo_id in requests:
+        links: list[Link] = []
+        errors: dict[str, list[str]] = {}
+        for path, uri in refs:
+            target = registry.parse_uri(uri)
+            key = (target.record_type.name, target.record_id)
+            if target.record_type.repo_scoped and target.repo_id != repo_id:
+                errors.setdefault(path, []).append(f"Invalid URI reference for this ({repo_id}) repo: '{uri}'")
+            elif key not in existing or (target.record_type.repo_scoped and existing[key] != target.repo_id):
+                errors.setdefault(path, []).append(f"Can't relate to non-existent record: {uri}")
+            else:
+                links.append((field_pattern(path), path, key[0], key[1]))
+        all_links.append(links)
+        all_errors.append(errors)
+    return all_links, all_errors
 
 
 def _check_ref_count(refs: list[tuple[str, str]]) -> None:

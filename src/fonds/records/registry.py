@@ -5,6 +5,7 @@ the complete registry from which routes, tables, validation and the generic test
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -193,6 +194,8 @@ class ParsedUri:
 
 
 ID = r"[1-9][0-9]*"
+# URIs whose parse is kept (each a few hundred bytes).
+PARSED_URIS = 65_536
 
 
 class Registry:
@@ -207,13 +210,16 @@ class Registry:
             for t in types
         ]
 
+        # Refs repeat (every component of a tree names its resource): parsing is cached.
+        self.parse_uri = functools.lru_cache(maxsize=PARSED_URIS)(self._parse_uri)
+
     def __getitem__(self, name: str) -> RecordType:
         return self.types[name]
 
     def __iter__(self):
         return iter(self.types.values())
 
-    def parse_uri(self, uri: str) -> ParsedUri | None:
+    def _parse_uri(self, uri: str) -> ParsedUri | None:
         for pattern, record_type in self._uri_patterns:
             match = pattern.match(uri)
             if match:

@@ -23,12 +23,11 @@ from fonds.records.trees import node_fields
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import RecordValidator, check_structure, find_refs
 from fonds.records.value_lists import ListCache
+from fonds.records.writes import MISSING_WARNING, Batch, NewRecord
 from fonds.storage import change_log
 from fonds.storage import records as store
 from fonds.storage.chunks import select_in
 from fonds.storage.db import Database
-
-MISSING_WARNING = "Property was missing"
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,8 @@ class RecordService:
     def prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
         return self.prepare_doc(record_type, parse_body(body), creating=creating)
 
-    def prepare_doc(self, record_type: RecordType, doc: dict, *, creating: bool) -> tuple[dict, dict, object]:
+    def prepare_doc(self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True) -> tuple[dict, dict, object]:
+        """`refresh=False`: the caller refreshed the value lists for a whole batch (`value_lists.refresh()`)."""
         given = doc.get("jsonmodel_type")
         if given in (None, "") and creating:
             raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
@@ -95,6 +95,7 @@ class RecordService:
             aspace_required=tuple(schema.get("x-aspace-required", ())),
             one_of_groups=record_type.minimum,
             strict=self.settings.strict_validation,
+            refresh=refresh,
         )
         errors = record_type.hooks.check(clean)
         if errors:
@@ -160,9 +161,19 @@ class RecordService:
         change_log.append(conn, [change])
 
     def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
-        doc, warnings, _ = self.prepare(record_type, body, creating=True)
+        # Validated before the write lock is taken, against the value lists kept in the process;
+        # the write transaction then confirms they are current (validating again if not).
+        doc = parse_body(body)
+        try:
+            clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=False)
+        except Invalid:
+            # Refused with the kept lists: refuse only with the database's.
+            clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=True)
         with self.db.write() as conn:
-            return self.create_in(conn, record_type, doc, warnings, repo_id=repo_id, actor=actor, options=options)
+            if not self.value_lists.current(conn):
+                self.value_lists.refresh(conn)
+                clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=False)
+            return self.create_in(conn, record_type, clean, warnings, repo_id=repo_id, actor=actor, options=options)
 
     def create_in(
         self,
@@ -177,36 +188,11 @@ class RecordService:
         record_id: int | None = None,
         repository_checked: bool = False,
     ) -> dict:
-        """Create in the caller's transaction; `record_id` only for records the system keeps at a fixed
-        id; `repository_checked`: the caller (a batch) checked the repository in this transaction."""
-        if not repository_checked:
-            self.check_repository(conn, record_type, repo_id, writing=True)
-        now = store.utcnow()
-        table = conn.info["fonds_tables"][record_type.name]
-        record_id = store.allocate(conn, table, repo_id=repo_id, now=now, username=actor.username, record_id=record_id)
-        uri = record_type.uri(record_id, repo_id)
-        links = refs.check_refs(conn, self.registry, find_refs(self.schemas, self.schemas[record_type.name], doc), repo_id=repo_id)
-        ctx = WriteContext(conn, self.registry, record_type, repo_id, record_id, uri, options=options or {}, actor=actor.username, now=now)
-        stamp = store.iso(now)
-        audit = dict(
-            created=stamp,
-            modified=stamp,
-            create_time=stamp,
-            system_mtime=stamp,
-            user_mtime=stamp,
-            created_by=actor.username,
-            last_modified_by=actor.username,
-        )
-        self._save(conn, ctx, doc, warnings, links=links, lock_version=0, audit=audit, expect=None, now=now, op="created")
-        record_type.hooks.after_save(self, ctx, doc, actor)
-        return {
-            "status": "Created",
-            "id": record_id,
-            "lock_version": 0,
-            "stale": True if ctx.stale else None,
-            "uri": uri,
-            "warnings": warnings or [],
-        }
+        """Create in the caller's transaction (a batch of one, records/writes.py); `record_id` only
+        for records the system keeps at a fixed id; `repository_checked`: the caller checked the
+        repository in this transaction."""
+        item = NewRecord(record_type, doc, warnings, repo_id, options=options or {}, record_id=record_id, fixed=record_id is not None)
+        return Batch(self, conn, actor).create([item], repository_checked=repository_checked)[0]
 
     def update(
         self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None

@@ -68,16 +68,23 @@ class ListCache:
         self._lock = threading.Lock()
         self.snapshot = Snapshot(-1, {})
 
-    def refresh(self) -> Snapshot:
-        with self.db.read() as conn:
-            current = generation(conn)
-            if current == self.snapshot.generation:
-                return self.snapshot
-            lists = read_lists(conn)
+    def refresh(self, conn=None) -> Snapshot:
+        """The current lists; `conn`: read in the caller's transaction (a write checking them)."""
+        if conn is None:
+            with self.db.read() as conn:
+                return self.refresh(conn)
+        current = generation(conn)
+        if current == self.snapshot.generation:
+            return self.snapshot
+        lists = read_lists(conn)
         with self._lock:
             if current > self.snapshot.generation:
                 self.snapshot = Snapshot(current, lists)
         return self.snapshot
+
+    def current(self, conn) -> bool:
+        """Whether the kept lists are the database's (one indexed query in the caller's transaction)."""
+        return generation(conn) == self.snapshot.generation
 
 
 def load_seed() -> dict[str, dict]:

@@ -8,7 +8,10 @@ from collections.abc import Iterable
 
 from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
 
-from fonds.storage.chunks import execute_in, select_in
+from fonds.storage.chunks import chunked, execute_in, select_in
+
+# Rows per executemany: with ~15 columns, far below PostgreSQL's 65,535 parameters a statement.
+ROWS_PER_STATEMENT = 1000
 
 
 def utcnow() -> datetime.datetime:
@@ -19,30 +22,54 @@ def iso(moment: datetime.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def allocate(
-    conn: Connection, table: Table, *, repo_id: int | None, now: datetime.datetime, username: str, record_id: int | None = None
-) -> int:
-    """Insert a placeholder row to obtain the id (the URI, part of the JSON, needs it), or to
-    take the fixed `record_id` of a record the system keeps (the global repository)."""
-    fixed = {} if record_id is None else {"id": record_id}
-    allocated = conn.execute(
-        insert(table)
-        .values(
-            **fixed,
-            repo_id=repo_id,
-            lock_version=0,
-            json=b"{}",
-            create_time=now,
-            system_mtime=now,
-            user_mtime=now,
-            created_by=username,
-            last_modified_by=username,
+def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
+    """`count` fresh ids for new rows of `table`, taken before the rows are written (a record's
+    URI, part of its JSON, needs its id). PostgreSQL: from the id sequence, so concurrent writers
+    never collide. SQLite: past the highest id ever handed out (AUTOINCREMENT's counter), which is
+    safe because a write transaction holds the database's only write lock from its BEGIN
+    IMMEDIATE; rows inserted with these ids move the counter on."""
+    if count <= 0:
+        return []
+    name = conn.dialect.identifier_preparer.quote(table.name)
+    if conn.dialect.name == "postgresql":
+        rows = conn.exec_driver_sql(
+            "SELECT nextval(pg_get_serial_sequence(%(name)s, 'id')) FROM generate_series(1, %(count)s)", {"name": name, "count": count}
         )
-        .returning(table.c.id)
+        return sorted(row[0] for row in rows)
+    last = conn.exec_driver_sql(
+        f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM {name}), 0))",
+        (table.name,),
     ).scalar_one()
-    if record_id is not None and conn.dialect.name == "postgresql":
+    return list(range(last + 1, last + 1 + count))
+
+
+def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
+    """Insert complete rows (ids included) with executemany, in bounded chunks."""
+    for chunk in chunked(rows, ROWS_PER_STATEMENT):
+        conn.execute(insert(table), chunk)
+
+
+def advance_sequence(conn: Connection, table: Table) -> None:
+    """After rows were inserted with ids chosen by the caller (a record the system keeps at a
+    fixed id), move PostgreSQL's id sequence past them."""
+    if conn.dialect.name == "postgresql":
         _advance_sequence(conn, table)
-    return allocated
+
+
+def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list[tuple]) -> dict[tuple, int]:
+    """{values: id} of the stored rows holding any of `values` in `columns`. Grouped by the
+    leading columns (`repo_id = ? AND identifier IN (…)`), which lets SQLite search the unique
+    index on both; it scans the first column's range for a row-value IN list."""
+    *leading, last = (table.c[name] for name in columns)
+    groups: dict[tuple, list] = {}
+    for value in values:
+        groups.setdefault(tuple(value[:-1]), []).append(value[-1])
+    found: dict[tuple, int] = {}
+    for prefix, lasts in groups.items():
+        where = [column == v for column, v in zip(leading, prefix)]
+        rows = select_in(conn, lambda chunk, where=where: select(table.c.id, last).where(*where, last.in_(chunk)), lasts)
+        found.update(((*prefix, row[1]), row[0]) for row in rows)
+    return found
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
@@ -108,14 +135,16 @@ def replace_links(
     table = tables["record_link"]
     if not fresh:
         conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
-    if links:
-        conn.execute(
-            insert(table),
-            [
-                {"source_type": source_type, "source_id": source_id, "field": f, "path": p, "target_type": t, "target_id": i}
-                for f, p, t, i in links
-            ],
-        )
+    insert_links(conn, tables, [(source_type, source_id, link) for link in links])
+
+
+def insert_links(conn: Connection, tables, links: list[tuple[str, int, tuple[str, str, str, int]]]) -> None:
+    """Record refs of many records: (source type, source id, (field pattern, path, target type, target id))."""
+    rows = [
+        {"source_type": s, "source_id": i, "field": f, "path": p, "target_type": t, "target_id": target}
+        for s, i, (f, p, t, target) in links
+    ]
+    insert_rows(conn, tables["record_link"], rows)
 
 
 def retarget_links(

@@ -1,14 +1,16 @@
 """`POST …/<root or node>/<id>/children`: create a batch of new nodes under one target, all or none.
 
-Every child is parsed and validated before the transaction opens; then they are created one
-after the other in one transaction (`create_many`), so a failure anywhere leaves nothing
-behind. `create_many` is the seam for a set-based batch write path."""
+Every child is parsed and validated before the transaction opens; then they are written as one
+batch (records/writes.py: ids, refs, positions, rows, links and change rows in bulk) in one
+transaction, so a failure anywhere leaves nothing behind."""
 
 from __future__ import annotations
 
 from fonds.errors import Invalid, NotFound, nested_under
 from fonds.records.trees.moves import updated
+from fonds.records.writes import Batch, NewRecord
 from fonds.storage import records as store
+from fonds.storage import statistics
 
 # Children per request; the body size limit applies too.
 MAX_CHILDREN = 20_000
@@ -34,6 +36,7 @@ def parse_children(service, target_type, target_id: int, repo_id: int, body: byt
         raise Invalid({"children": [f"At most {MAX_CHILDREN} children per request (you gave {len(children)})"]})
     node_type = service.registry[spec.node]
     target_uri = target_type.uri(target_id, repo_id)
+    service.value_lists.refresh()
     prepared = []
     for index, child in enumerate(children):
         if not isinstance(child, dict):
@@ -46,7 +49,7 @@ def parse_children(service, target_type, target_id: int, repo_id: int, body: byt
             child["parent"] = {"ref": target_uri}
         child.setdefault("jsonmodel_type", spec.node)
         try:
-            clean, warnings, _ = service.prepare_doc(node_type, child, creating=True)
+            clean, warnings, _ = service.prepare_doc(node_type, child, creating=True, refresh=False)
         except Invalid as error:
             raise _prefixed(error, index) from None
         prepared.append((clean, warnings))
@@ -72,13 +75,10 @@ def add_children(service, target_type, target_id: int, repo_id: int, body: bytes
         if target is None:
             raise NotFound(target_type.not_found())
         create_many(service, conn, service.registry[target_type.tree.node], prepared, repo_id=repo_id, actor=actor)
+    statistics.after_bulk_load(service.db, [target_type.tree.node], len(prepared))
     return updated(target_id, target.lock_version)
 
 
 def create_many(service, conn, node_type, prepared: list[tuple[dict, dict]], *, repo_id: int, actor) -> None:
-    service.check_repository(conn, node_type, repo_id, writing=True)
-    for index, (doc, warnings) in enumerate(prepared):
-        try:
-            service.create_in(conn, node_type, doc, warnings, repo_id=repo_id, actor=actor, repository_checked=True)
-        except Invalid as error:
-            raise _prefixed(error, index) from None
+    items = [NewRecord(node_type, doc, warnings, repo_id, label=f"children/{index}") for index, (doc, warnings) in enumerate(prepared)]
+    Batch(service, conn, actor).create(items)

@@ -18,6 +18,8 @@ from fonds.storage import records as store
 from fonds.storage.chunks import chunked as batches
 
 OWN_ANCESTOR = "Can't make a parent into its own child"
+# A sibling list whose end a batch must read again before appending to it.
+STALE = "stale"
 
 
 def _ref_id(ctx, ref: dict | None) -> int | None:
@@ -38,7 +40,7 @@ def place(ctx, doc: dict) -> None:
         new_loop = ctx.existing is None and parent_id == ctx.record_id
         if new_loop or (ctx.existing is not None and hierarchy.would_cycle(conn, table, {ctx.record_id}, parent_id)):
             raise Conflict(OWN_ANCESTOR)
-        parent_root = conn.execute(select(table.c[spec.root_column]).where(table.c.id == parent_id)).scalar_one()
+        parent_root = _root_of(ctx, table, spec, parent_id)
         if root_id is None and parent_root is not None:
             root_id = parent_root
             doc[spec.root_field] = {"ref": ctx.registry[spec.root].uri(root_id, ctx.repo_id)}
@@ -53,17 +55,61 @@ def place(ctx, doc: dict) -> None:
     positions.lock_siblings(conn, ctx.tables, spec, lists)
     if same_list and requested is None:
         position = old.position
+    elif ctx.batch is not None:
+        position = _batch_slot(ctx, target, requested)
     elif requested is None:
         position = positions.append_slot(conn, target)
     else:
         position = positions.slot_at(conn, target, max(0, int(requested)), exclude=ctx.record_id)
     ctx.columns.update({spec.root_column: root_id, "parent_id": parent_id, "position": position})
     if old is None:
+        if ctx.batch is not None:
+            _remember_new_node(ctx, spec, table, root_id)
         return
     if getattr(old, spec.root_column) != root_id:
         _move_descendants(ctx, spec, doc, root_id)
     elif old.parent_id != parent_id:
         log_below(conn, ctx.registry, spec, [ctx.record_id], ctx.now)
+
+
+def _root_of(ctx, table, spec, parent_id: int) -> int | None:
+    """The root of the parent node; within a batch, read once per parent (or known: a batch member)."""
+    memo = ctx.batch.memo if ctx.batch is not None else {}
+    key = ("root_of", spec.node, parent_id)
+    if key not in memo:
+        memo[key] = ctx.conn.execute(select(table.c[spec.root_column]).where(table.c.id == parent_id)).scalar_one()
+    return memo[key]
+
+
+def _remember_new_node(ctx, spec, table, root_id: int | None) -> None:
+    """A node created in this batch: its root is known, nothing lies below it yet (its children
+    in the batch start at the first slot, no query), and no other transaction can see it, so it
+    needs no lock as the owner of a sibling list."""
+    ctx.batch.memo[("root_of", spec.node, ctx.record_id)] = root_id
+    ctx.batch.memo[("slot", table.name, root_id, ctx.record_id)] = positions.BEFORE_FIRST
+    ctx.conn.info.setdefault("fonds_locked", set()).add((spec.node, ctx.record_id))
+
+
+def _batch_slot(ctx, target: Siblings, requested) -> int:
+    """A new node's physical position within a batch of new records: appended nodes take the
+    slots after the last one the batch gave in their list (the list's end is read once); before
+    the list is read again (a node asking for a position, or the end reached), the batch's
+    records derived so far are written."""
+    memo, key = ctx.batch.memo, ("slot", target.table.name, target.root_id, target.parent_id)
+    last = memo.get(key)
+    if requested is None and isinstance(last, int):
+        following = positions.following(last)
+        if following is not None:
+            memo[key] = following
+            return following
+    if key in memo:
+        ctx.batch.flush()
+    if requested is None:
+        memo[key] = positions.append_slot(ctx.conn, target)
+        return memo[key]
+    # Placed between others: the next append must read the list's end again.
+    memo[key] = STALE
+    return positions.slot_at(ctx.conn, target, max(0, int(requested)), exclude=ctx.record_id)
 
 
 def log_below(conn, registry, spec, node_ids: list[int], now) -> None:

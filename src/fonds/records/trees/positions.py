@@ -68,6 +68,16 @@ def append_slot(conn, siblings: Siblings) -> int:
     return last + STEP
 
 
+# The physical position "before" an empty list's first slot: `following(BEFORE_FIRST)` is STEP,
+# where append_slot puts the first node of an empty list.
+BEFORE_FIRST = 0
+
+
+def following(last: int) -> int | None:
+    """The slot appended after physical position `last`, or None when the list must be renumbered first."""
+    return last + STEP if last + STEP <= LIMIT else None
+
+
 def _neighbours(conn, siblings: Siblings, logical: int, exclude: int | None) -> tuple[int | None, int | None]:
     """Physical positions left and right of logical index `logical` (clamped), ignoring `exclude`."""
     table = siblings.table

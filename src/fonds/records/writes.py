@@ -1,0 +1,270 @@
+"""The write path for a batch of new records; a single create is a batch of one.
+
+A batch checks its repositories once, allocates every record's id up front (a record's URI,
+part of its JSON, needs it: no placeholder row is inserted and then updated), checks the refs
+of all its records with one query per target type, lets each type's hooks derive their
+records, and writes rows, record_link rows and change-log rows with executemany in bounded
+chunks, after checking the unique keys of the whole set in bulk (a constraint the database
+still refuses, a concurrent writer's, gives the same 400). Rows are written ("flushed") when a
+record refers to a batch member derived but not yet written (its hooks may read it, as a node
+reads its parent) and at the end, so a batch holding a deep tree is written in about as many
+steps as the tree is deep. After-save hooks run once every row of the batch is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from fonds.errors import BadRequest, Invalid, nested_under
+from fonds.records import refs
+from fonds.records.hooks import WriteContext
+from fonds.records.registry import RecordType, UniqueKey
+from fonds.records.types.repositories import GLOBAL_REPO_ID
+from fonds.records.validation import find_refs
+from fonds.storage import change_log
+from fonds.storage import records as store
+from fonds.storage.chunks import select_in
+
+MISSING_WARNING = "Property was missing"
+
+
+@dataclass
+class NewRecord:
+    """One record of a batch, validated (`RecordService.prepare_doc`)."""
+
+    record_type: RecordType
+    doc: dict
+    warnings: dict
+    repo_id: int | None
+    # Where the record sits in the request ("batch_import/3"), put before the paths of its errors.
+    label: str = ""
+    options: dict = field(default_factory=dict)
+    # Set when the caller allocated it (`Batch.allocate`), or `fixed`: an id the system keeps.
+    record_id: int | None = None
+    fixed: bool = False
+
+
+@dataclass
+class _Derived:
+    index: int
+    item: NewRecord
+    ctx: WriteContext
+    row: dict
+    links: list
+
+
+def labelled(error: Invalid, label: str) -> Invalid:
+    return nested_under(error, label) if label else error
+
+
+class Batch:
+    """New records written together in the caller's transaction (`conn`)."""
+
+    def __init__(self, service, conn, actor):
+        self.service, self.conn, self.actor = service, conn, actor
+        self.registry = service.registry
+        self.tables = conn.info["fonds_tables"]
+        self.now = store.utcnow()
+        self.stamp = store.iso(self.now)
+        # Shared by the hooks of the batch's records (the next free position of each sibling list).
+        self.memo: dict = {}
+        self._pending: list[_Derived] = []
+        self._pending_keys: set[tuple[str, int]] = set()
+
+    def allocate(self, record_type: RecordType, count: int) -> list[int]:
+        return store.allocate_ids(self.conn, self.tables[record_type.name], count)
+
+    def create(
+        self, items: list[NewRecord], *, repository_checked: bool = False, progress: Callable[[int], None] | None = None
+    ) -> list[dict]:
+        """Create `items` (dependencies first); returns each one's write result."""
+        if not repository_checked:
+            self._check_repositories(items)
+        self._allocate_missing(items)
+        schemas = self.service.schemas
+        uris = [item.record_type.uri(item.record_id, item.repo_id) for item in items]
+        in_batch = {(item.record_type.name, item.record_id): item.repo_id for item in items}
+        requests = [(find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id) for item in items]
+        links, errors = refs.check_many(self.conn, self.registry, requests, in_batch)
+        for item, found in zip(items, errors):
+            if found:
+                raise labelled(Invalid(found), item.label) if item.label else BadRequest(found)
+        done = []
+        for index, (item, uri, item_links) in enumerate(zip(items, uris, links)):
+            if any((target, target_id) in self._pending_keys for _, _, target, target_id in item_links):
+                self.flush()
+            done.append(self._derive(index, item, uri, item_links))
+            if progress is not None:
+                progress(index + 1)
+        self.flush()
+        for derived in done:
+            derived.item.record_type.hooks.after_save(self.service, derived.ctx, derived.item.doc, self.actor)
+        return [_result(derived) for derived in done]
+
+    def _check_repositories(self, items: list[NewRecord]) -> None:
+        scoped = [item for item in items if item.record_type.repo_scoped]
+        if not scoped:
+            return
+        table = self.tables["repository"]
+        wanted = sorted({item.repo_id for item in scoped if item.repo_id is not None})
+        found = {row.id for row in select_in(self.conn, lambda chunk: select(table.c.id).where(table.c.id.in_(chunk)), wanted)}
+        for item in scoped:
+            if item.repo_id not in found:
+                raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
+            if item.repo_id == GLOBAL_REPO_ID and not item.record_type.allowed_in_global_repository:
+                raise BadRequest("The global repository cannot contain archival records")
+
+    def _allocate_missing(self, items: list[NewRecord]) -> None:
+        by_type: dict[str, list[NewRecord]] = {}
+        for item in items:
+            if item.record_id is None:
+                by_type.setdefault(item.record_type.name, []).append(item)
+        for members in by_type.values():
+            for item, record_id in zip(members, self.allocate(members[0].record_type, len(members))):
+                item.record_id = record_id
+
+    def _derive(self, index: int, item: NewRecord, uri: str, links: list) -> _Derived:
+        record_type, doc, username = item.record_type, item.doc, self.actor.username
+        ctx = WriteContext(
+            self.conn,
+            self.registry,
+            record_type,
+            item.repo_id,
+            item.record_id,
+            uri,
+            options=item.options,
+            actor=username,
+            now=self.now,
+            batch=self,
+        )
+        try:
+            record_type.hooks.derive(ctx, doc)
+        except Invalid as error:
+            raise labelled(error, item.label) from None
+        # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
+        for name in [f for f, messages in item.warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
+            del item.warnings[name]
+        stamp = self.stamp
+        doc.update(
+            uri=uri,
+            lock_version=0,
+            created=stamp,
+            modified=stamp,
+            create_time=stamp,
+            system_mtime=stamp,
+            user_mtime=stamp,
+            created_by=username,
+            last_modified_by=username,
+        )
+        if record_type.repo_scoped:
+            doc["repository"] = {"ref": f"/repositories/{item.repo_id}"}
+        row = {column.name: None for column in record_type.columns}
+        row.update(ctx.columns)
+        row.update(
+            id=item.record_id,
+            repo_id=item.repo_id,
+            lock_version=0,
+            json=orjson.dumps(doc),
+            create_time=self.now,
+            system_mtime=self.now,
+            user_mtime=self.now,
+            created_by=username,
+            last_modified_by=username,
+        )
+        derived = _Derived(index, item, ctx, row, links)
+        self._pending.append(derived)
+        self._pending_keys.add((record_type.name, item.record_id))
+        return derived
+
+    def flush(self) -> None:
+        """Write the records derived so far: unique keys checked, then rows, links, change rows."""
+        pending, self._pending = self._pending, []
+        self._pending_keys = set()
+        if not pending:
+            return
+        by_type: dict[str, list[_Derived]] = {}
+        for derived in pending:
+            by_type.setdefault(derived.item.record_type.name, []).append(derived)
+        for name, members in by_type.items():
+            self._check_unique(self.registry[name], members)
+        for name, members in by_type.items():
+            table = self.tables[name]
+            try:
+                store.insert_rows(self.conn, table, [derived.row for derived in members])
+            except IntegrityError as error:
+                raise _unique_race(self.registry[name], members, error) from None
+            if any(derived.item.fixed for derived in members):
+                store.advance_sequence(self.conn, table)
+        store.insert_links(self.conn, self.tables, [(d.item.record_type.name, d.item.record_id, link) for d in pending for link in d.links])
+        change_log.append(self.conn, [_change(derived, self.now) for derived in pending])
+
+    def _check_unique(self, record_type: RecordType, members: list[_Derived]) -> None:
+        """Refuse the first member (in batch order) whose unique key another member or a stored record holds."""
+        problems = []
+        table = self.tables[record_type.name]
+        for key in record_type.unique_keys:
+            holders: dict[tuple, _Derived] = {}
+            for derived in members:
+                values = tuple(derived.row.get(column) for column in key.columns)
+                if any(value is None for value in values):
+                    continue  # NULLs never collide, as in SQL
+                if values in holders:
+                    problems.append((derived.index, key, derived, holders[values].ctx.uri))
+                else:
+                    holders[values] = derived
+            stored = store.taken(self.conn, table, key.columns, list(holders)) if holders else {}
+            problems += [
+                (holders[values].index, key, holders[values], record_type.uri(i, holders[values].item.repo_id))
+                for values, i in stored.items()
+            ]
+        if problems:
+            _, key, derived, other = min(problems, key=lambda problem: problem[0])
+            raise labelled(_clash(key, derived.row, other), derived.item.label)
+
+
+def _clash(key: UniqueKey, row: dict, other_uri: str | None) -> Invalid:
+    extra = {"conflicting_record": [other_uri]} if key.report_conflict and other_uri else {}
+    return Invalid({key.field: [key.message.format(value=row.get(key.columns[-1]))], **extra})
+
+
+def _unique_race(record_type: RecordType, members: list[_Derived], error: IntegrityError) -> Exception:
+    """A unique constraint the database refused though the pre-check passed (a concurrent writer
+    stored the same value first): the same 400 as the pre-check. Anything else stays an error."""
+    text = str(error.orig)
+    constraint = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
+    for key in record_type.unique_keys:
+        name = f"uq_{record_type.name}_{'_'.join(key.columns)}"
+        columns = ", ".join(f"{record_type.name}.{column}" for column in key.columns)
+        if constraint == name or f"UNIQUE constraint failed: {columns}" in text:
+            holders = [d for d in members if all(d.row.get(column) is not None for column in key.columns)]
+            if len(holders) != 1:
+                return _clash(key, {}, None)  # which member clashed the database does not say
+            return labelled(_clash(key, holders[0].row, None), holders[0].item.label)
+    return error
+
+
+def _change(derived: _Derived, now) -> dict:
+    item = derived.item
+    return {
+        "record_type": item.record_type.name,
+        "record_id": item.record_id,
+        "repo_id": item.repo_id,
+        "uri": derived.ctx.uri,
+        "op": "created",
+        "at": now,
+    }
+
+
+def _result(derived: _Derived) -> dict:
+    return {
+        "status": "Created",
+        "id": derived.item.record_id,
+        "lock_version": 0,
+        "stale": True if derived.ctx.stale else None,
+        "uri": derived.ctx.uri,
+        "warnings": derived.item.warnings or [],
+    }

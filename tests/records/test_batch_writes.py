@@ -1,0 +1,190 @@
+"""The batch write path (records/writes.py) through HTTP: batch imports of hundreds of records
+that refer to each other, batch children, unique keys within a batch and against stored rows,
+and the change log feeding search for every record of a batch."""
+
+from __future__ import annotations
+
+from tests.records.tree_helpers import add_children, titles_in_order
+from tests.search.helpers import search
+
+SERIES = 30
+ITEMS_PER_SERIES = 8
+ACCESSIONS = 26
+
+
+def big_archive(repo: int) -> list[dict]:
+    """A resource, subjects, series under it and items under each series (children listed first),
+    accessions: 300 records referring to each other by temporary URIs."""
+    base = f"/repositories/{repo}"
+    resource = f"{base}/resources/tmp_r"
+    records = []
+    for s in range(SERIES):
+        for i in range(ITEMS_PER_SERIES):
+            records.append(
+                {
+                    "jsonmodel_type": "archival_object",
+                    "uri": f"{base}/archival_objects/tmp_{s}_{i}",
+                    "title": f"Batchwrite item {s}-{i}",
+                    "level": "item",
+                    "resource": {"ref": resource},
+                    "parent": {"ref": f"{base}/archival_objects/tmp_{s}"},
+                    "subjects": [{"ref": f"/subjects/tmp_s{i % 3}"}],
+                }
+            )
+    records += [
+        {
+            "jsonmodel_type": "archival_object",
+            "uri": f"{base}/archival_objects/tmp_{s}",
+            "title": f"Batchwrite series {s}",
+            "level": "series",
+            "resource": {"ref": resource},
+        }
+        for s in range(SERIES)
+    ]
+    records.append({"jsonmodel_type": "resource", "uri": resource, "title": "Batchwrite papers", "id_0": "BW-1", "level": "collection"})
+    records += [
+        {
+            "jsonmodel_type": "subject",
+            "uri": f"/subjects/tmp_s{n}",
+            "source": "local",
+            "terms": [{"term": f"Batchwrite {n}", "term_type": "topical"}],
+        }
+        for n in range(3)
+    ]
+    records += [{"jsonmodel_type": "accession", "title": f"Batchwrite accession {n}", "id_0": f"BW-A{n}"} for n in range(ACCESSIONS)]
+    return records
+
+
+def import_records(api, repo: int, records: list[dict]):
+    return api.post(f"/repositories/{repo}/batch_imports", json=records)
+
+
+def count(api, path: str) -> int:
+    return len(api.get(path, params={"all_ids": "true"}).json())
+
+
+def counts(api, repo: int) -> tuple[int, ...]:
+    return tuple(count(api, f"/repositories/{repo}/{kind}") for kind in ("resources", "archival_objects", "accessions")) + (
+        count(api, "/subjects"),
+    )
+
+
+def test_a_batch_of_hundreds_maps_every_uri_and_keeps_its_tree(api, repo):
+    records = big_archive(repo)
+    assert len(records) == 300
+    response = import_records(api, repo, records)
+    assert response.status_code == 200, response.text
+    saved = response.json()[-1]["saved"]
+    assert set(saved) == {r["uri"] for r in records if "uri" in r}
+    created = {temporary: uri for temporary, (uri, _) in saved.items()}
+    assert len(set(created.values())) == len(created)
+    base = f"/repositories/{repo}"
+    resource = created[f"{base}/resources/tmp_r"]
+    assert titles_in_order(api, resource) == [f"Batchwrite series {s}" for s in range(SERIES)]
+    series = created[f"{base}/archival_objects/tmp_7"]
+    assert titles_in_order(api, resource, series) == [f"Batchwrite item 7-{i}" for i in range(ITEMS_PER_SERIES)]
+    item = api.get(created[f"{base}/archival_objects/tmp_7_4"], params={"resolve[]": "subjects"}).json()
+    assert item["parent"]["ref"] == series and item["resource"]["ref"] == resource
+    assert item["subjects"][0]["_resolved"]["title"] == "Batchwrite 1"
+    assert [a["ref"] for a in item["ancestors"]] == [series, resource]
+
+
+def test_every_record_of_a_batch_is_found_by_search(api, repo):
+    response = import_records(api, repo, big_archive(repo))
+    assert response.status_code == 200, response.text
+    found = search(api, f"/repositories/{repo}/search", q="batchwrite", page_size=250)
+    assert found.status_code == 200, found.text
+    # Archival objects, the resource and the accessions of this repository, and its subjects.
+    assert found.json()["total_hits"] == SERIES * ITEMS_PER_SERIES + SERIES + 1 + ACCESSIONS + 3
+
+
+def test_one_bad_record_among_hundreds_stores_nothing(api, repo):
+    before = counts(api, repo)
+    records = big_archive(repo)
+    records[123]["title"] = 5
+    response = import_records(api, repo, records)
+    assert response.status_code == 400, response.text
+    assert list(response.json()["error"]) == ["batch_import/123/title"]
+    assert counts(api, repo) == before
+
+
+def test_a_ref_to_nothing_names_the_member_and_stores_nothing(api, repo):
+    before = counts(api, repo)
+    records = big_archive(repo)
+    records[5]["subjects"] = [{"ref": "/subjects/999999"}]
+    response = import_records(api, repo, records)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {"batch_import/5/subjects/0": ["Can't relate to non-existent record: /subjects/999999"]}
+    assert counts(api, repo) == before
+
+
+def test_a_unique_key_clash_within_one_batch_is_400(api, repo):
+    before = counts(api, repo)
+    records = big_archive(repo)
+    records[-1]["id_0"] = records[-2]["id_0"]
+    response = import_records(api, repo, records)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {f"batch_import/{len(records) - 1}/id_0": ["That ID is already in use"]}
+    assert counts(api, repo) == before
+
+
+def test_a_unique_key_clash_with_a_stored_record_is_400(api, repo):
+    api.create(f"/repositories/{repo}/accessions", {"jsonmodel_type": "accession", "title": "Stored", "id_0": "BW-A9"})
+    api.create("/subjects", {"jsonmodel_type": "subject", "source": "local", "terms": [{"term": "Batchwrite 2", "term_type": "topical"}]})
+    before = counts(api, repo)
+    response = import_records(api, repo, big_archive(repo))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    # The subject comes before the accessions in creation order (the items refer to it).
+    subject_index = next(i for i, r in enumerate(big_archive(repo)) if r.get("uri") == "/subjects/tmp_s2")
+    assert error[f"batch_import/{subject_index}/terms"] == ["Subject must be unique"]
+    assert error[f"batch_import/{subject_index}/conflicting_record"][0].startswith("/subjects/")
+    assert counts(api, repo) == before
+    del_subject = [r for r in big_archive(repo) if r.get("uri") != "/subjects/tmp_s2"]
+    for record in del_subject:
+        record.pop("subjects", None)
+    response = import_records(api, repo, del_subject)
+    assert response.status_code == 400, response.text
+    accession_index = next(i for i, r in enumerate(del_subject) if r.get("id_0") == "BW-A9")
+    assert response.json()["error"] == {f"batch_import/{accession_index}/id_0": ["That ID is already in use"]}
+    assert counts(api, repo) == before
+
+
+def test_batch_children_take_positions_in_order_after_the_existing_ones(api, repo):
+    resource = api.create(f"/repositories/{repo}/resources", {"jsonmodel_type": "resource", "title": "Children"})["uri"]
+    add_children(api, resource, [f"First {n}" for n in range(40)])
+    add_children(api, resource, [f"Second {n}" for n in range(25)])
+    assert titles_in_order(api, resource) == [f"First {n}" for n in range(40)] + [f"Second {n}" for n in range(25)]
+    series = api.get(f"{resource}/tree/root").json()
+    assert series["child_count"] == 65
+
+
+def test_a_ref_id_clash_among_batch_children_is_400_and_stores_nothing(api, repo):
+    resource = api.create(f"/repositories/{repo}/resources", {"jsonmodel_type": "resource", "title": "Clash"})["uri"]
+    body = {
+        "jsonmodel_type": "archival_record_children",
+        "children": [{"title": "A", "ref_id": "same"}, {"title": "B", "ref_id": "other"}, {"title": "C", "ref_id": "same"}],
+    }
+    response = api.post(f"{resource}/children", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {"children/2/ref_id": ["An Archival Object Ref ID must be unique to its resource"]}
+    assert api.get(f"{resource}/tree/root").json()["child_count"] == 0
+    add_children(api, resource, ["Stored"], ref_id="taken")
+    clash = api.post(
+        f"{resource}/children",
+        json={"jsonmodel_type": "archival_record_children", "children": [{"title": "X"}, {"title": "Y", "ref_id": "taken"}]},
+    )
+    assert clash.status_code == 400, clash.text
+    assert list(clash.json()["error"]) == ["children/1/ref_id"]
+    assert api.get(f"{resource}/tree/root").json()["child_count"] == 1
+
+
+def test_single_creates_keep_their_answers(api, repo):
+    first = api.post(f"/repositories/{repo}/accessions", json={"jsonmodel_type": "accession", "title": "One", "id_0": "BW-S1"})
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["status"] == "Created" and body["lock_version"] == 0 and body["uri"] == f"/repositories/{repo}/accessions/{body['id']}"
+    again = api.post(f"/repositories/{repo}/accessions", json={"jsonmodel_type": "accession", "title": "Two", "id_0": "BW-S1"})
+    assert again.status_code == 400 and again.json()["error"] == {"id_0": ["That ID is already in use"]}
+    after = api.post(f"/repositories/{repo}/accessions", json={"jsonmodel_type": "accession", "title": "Three", "id_0": "BW-S3"})
+    assert after.json()["id"] > body["id"]
