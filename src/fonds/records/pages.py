@@ -1,0 +1,66 @@
+"""Listing pages and all_ids at a cost that does not grow with the table.
+
+The total and the start of page N come from the block counts the triggers keep
+(`fonds.storage.counts`): the blocks of one type and repository are summed in id order until the
+running sum passes the page's offset; the page is then read from the (repo_id, id) index from the
+start of that block, skipping fewer than 4096 entries. Only the page's rows are fetched.
+Types whose listings hide rows (`Hooks.list_filter`: the global repository) are small and keep
+the plain COUNT and OFFSET."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, Table, func, literal_column, select, text
+
+from fonds.records.registry import RecordType
+from fonds.storage.counts import BLOCK
+
+
+def counted(record_type: RecordType, table: Table) -> bool:
+    """Whether the block counts describe this type's listings (no rows hidden from them)."""
+    return record_type.hooks.list_filter(table) is None
+
+
+def page_rows(conn: Connection, record_type: RecordType, table: Table, where: list, repo_id: int | None, offset: int, size: int):
+    """(total, the rows of the page starting at `offset`) in id order."""
+    if not counted(record_type, table):
+        total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+        rows = conn.execute(select(table).where(*where).order_by(table.c.id).limit(size).offset(offset)).all()
+        return total, rows
+    blocks = conn.execute(
+        text("SELECT bucket, n FROM record_bucket WHERE record_type = :t AND repo_id = :r AND n > 0 ORDER BY bucket"),
+        {"t": record_type.name, "r": repo_id or 0},
+    ).all()
+    total = sum(n for _, n in blocks)
+    start = _locate(blocks, offset)
+    if start is None:
+        return total, []
+    first_block, skip = start
+    ids = (
+        select(table.c.id).where(*where, table.c.id >= first_block * BLOCK).order_by(table.c.id).limit(size).offset(skip).scalar_subquery()
+    )
+    # The ids from the index first, then only those rows (an OFFSET over full rows would read
+    # the JSON of every row it skips).
+    rows = conn.execute(select(table).where(table.c.id.in_(ids)).order_by(table.c.id)).all()
+    return total, rows
+
+
+def _locate(blocks: list, offset: int) -> tuple[int, int] | None:
+    """The block holding the record at `offset` and how many of that block's records come before it."""
+    before = 0
+    for block, n in blocks:
+        if before + n > offset:
+            return block, offset - before
+        before += n
+    return None
+
+
+def all_ids_json(conn: Connection, table: Table, where: list) -> bytes:
+    """Every id in order as a JSON array, joined by the database (no Python object per id)."""
+    ids = select(table.c.id).where(*where).order_by(table.c.id)
+    if conn.dialect.name == "postgresql":
+        joined = select(literal_column("string_agg(CAST(id AS TEXT), ',' ORDER BY id)")).select_from(ids.subquery())
+    else:
+        # LIMIT -1 (none): SQLite keeps a subquery's ORDER BY only where it may matter.
+        joined = select(literal_column("group_concat(id, ',')")).select_from(ids.limit(-1).subquery())
+    found = conn.execute(joined).scalar_one()
+    return b"[" + (found or "").encode() + b"]"
