@@ -3,7 +3,7 @@
 The total and the start of page N come from the block counts the triggers keep
 (`fonds.storage.counts`): the blocks of one type and repository are summed in id order until the
 running sum passes the page's offset; the page is then read from the (repo_id, id) index from the
-start of that block, skipping fewer than 4096 entries. Only the page's rows are fetched.
+start of that block, skipping fewer than 1024 entries. Only the page's rows are fetched.
 Types whose listings hide rows (`Hooks.list_filter`: the global repository) are small and keep
 the plain COUNT and OFFSET."""
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, Table, func, literal_column, select, text
 
 from fonds.records.registry import RecordType
-from fonds.storage.counts import BLOCK
+from fonds.storage import counts
 
 
 def counted(record_type: RecordType, table: Table) -> bool:
@@ -36,7 +36,12 @@ def page_rows(conn: Connection, record_type: RecordType, table: Table, where: li
         return total, []
     first_block, skip = start
     ids = (
-        select(table.c.id).where(*where, table.c.id >= first_block * BLOCK).order_by(table.c.id).limit(size).offset(skip).scalar_subquery()
+        select(table.c.id)
+        .where(*where, table.c.id >= first_block * counts.BLOCK)
+        .order_by(table.c.id)
+        .limit(size)
+        .offset(skip)
+        .scalar_subquery()
     )
     # The ids from the index first, then only those rows (an OFFSET over full rows would read
     # the JSON of every row it skips).
@@ -58,7 +63,9 @@ def all_ids_json(conn: Connection, table: Table, where: list) -> bytes:
     """Every id in order as a JSON array, joined by the database (no Python object per id)."""
     ids = select(table.c.id).where(*where).order_by(table.c.id)
     if conn.dialect.name == "postgresql":
-        joined = select(literal_column("string_agg(CAST(id AS TEXT), ',' ORDER BY id)")).select_from(ids.subquery())
+        # ARRAY(subquery) keeps the subquery's order, with no sort of its own (string_agg's
+        # ORDER BY sorts again: four times slower at a million ids).
+        joined = select(func.array_to_string(func.array(ids.scalar_subquery()), ","))
     else:
         # LIMIT -1 (none): SQLite keeps a subquery's ORDER BY only where it may matter.
         joined = select(literal_column("group_concat(id, ',')")).select_from(ids.limit(-1).subquery())

@@ -1,7 +1,7 @@
-"""Record counts per (type, repository, block of 4096 ids), kept by triggers on every record table.
+"""Record counts per (type, repository, block of 1024 ids), kept by triggers on every record table.
 
 A listing's total is the sum of a few hundred block counts at a million records, and page N
-starts in the block where the running sum passes (N-1) x size, at an offset below 4096 within
+starts in the block where the running sum passes (N-1) x size, at an offset below 1024 within
 it: no COUNT(*) over the table and no OFFSET deep into it (`fonds.records.pages`).
 
 Triggers, not code in the write paths: every insert and delete, whichever path makes it (single
@@ -20,8 +20,11 @@ from sqlalchemy import Connection
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
 
-BLOCK = 4096
-VERSION = 1
+# Blocks of 1024 ids: a page skips at most 1023 index entries within its block (on PostgreSQL
+# each may cost a heap visit while the visibility map is not yet set after a bulk load), and a
+# million records make about a thousand block rows for a listing to sum.
+BLOCK = 1024
+VERSION = 2
 # Serialises installation when several workers start at once.
 INSTALL_LOCK_KEY = 7_420_016
 
@@ -41,29 +44,29 @@ WHEN OLD.repo_id IS NOT NEW.repo_id BEGIN
 END""",
 ]
 
-_PG_FUNCTIONS = f"""
+_PG_FUNCTIONS = """
 CREATE OR REPLACE FUNCTION fonds_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_advisory_xact_lock({APPEND_LOCK_KEY});
+  PERFORM pg_advisory_xact_lock({lock});
   INSERT INTO record_bucket (record_type, repo_id, bucket, n)
-  SELECT TG_ARGV[0], COALESCE(repo_id, 0), id / {BLOCK}, count(*) FROM added GROUP BY 2, 3 ORDER BY 2, 3
+  SELECT TG_ARGV[0], COALESCE(repo_id, 0), id / {block}, count(*) FROM added GROUP BY 2, 3 ORDER BY 2, 3
   ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = record_bucket.n + EXCLUDED.n;
   RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION fonds_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_advisory_xact_lock({APPEND_LOCK_KEY});
+  PERFORM pg_advisory_xact_lock({lock});
   UPDATE record_bucket b SET n = b.n - gone.n
-  FROM (SELECT COALESCE(repo_id, 0) AS repo_id, id / {BLOCK} AS bucket, count(*) AS n FROM removed GROUP BY 1, 2) gone
+  FROM (SELECT COALESCE(repo_id, 0) AS repo_id, id / {block} AS bucket, count(*) AS n FROM removed GROUP BY 1, 2) gone
   WHERE b.record_type = TG_ARGV[0] AND b.repo_id = gone.repo_id AND b.bucket = gone.bucket;
   RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION fonds_count_moved() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_advisory_xact_lock({APPEND_LOCK_KEY});
+  PERFORM pg_advisory_xact_lock({lock});
   UPDATE record_bucket SET n = n - 1
-  WHERE record_type = TG_ARGV[0] AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {BLOCK};
-  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES (TG_ARGV[0], COALESCE(NEW.repo_id, 0), NEW.id / {BLOCK}, 1)
+  WHERE record_type = TG_ARGV[0] AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
+  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES (TG_ARGV[0], COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
   ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = record_bucket.n + 1;
   RETURN NULL;
 END $$;
@@ -92,7 +95,7 @@ def install(db: Database, tables: list[str]) -> None:
         if not missing:
             return
         if db.kind == "postgresql":
-            conn.exec_driver_sql(_PG_FUNCTIONS)
+            conn.exec_driver_sql(_PG_FUNCTIONS.format(lock=APPEND_LOCK_KEY, block=BLOCK))
         for table in missing:
             _install_one(conn, table)
 

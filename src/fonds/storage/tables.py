@@ -133,7 +133,7 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("id", Integer, primary_key=True, autoincrement=False),
         Column("value", Integer, nullable=False),
     )
-    # How many records of each type each repository holds, per block of ids (`id / 4096`), kept
+    # How many records of each type each repository holds, per block of ids (`id / 1024`), kept
     # by triggers on the record tables in the writing transaction (fonds.storage.counts): a
     # listing's total and the block holding any page, without counting or skipping rows.
     Table(
