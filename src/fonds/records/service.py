@@ -365,9 +365,7 @@ class RecordService(TreeQueries):
             table, where = self._scope(conn, record_type, repo_id)
             total, rows = pages.page_rows(conn, record_type, table, where, repo_id, (page.number - 1) * page.size, page.size)
             bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
-        last_page = max(1, -(-total // page.size))
-        head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
-        return head + b',"results":[' + b",".join(bodies) + b"]}"
+        return pages.page_json(page.number, page.size, total, bodies)
 
     def list_all(
         self,
