@@ -32,7 +32,7 @@ from fonds.auth import generation
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import cached_user
 from fonds.errors import FondsError
-from fonds.records.pages import QuickPage, locate, page_json, quick_page
+from fonds.records.pages import MAX_INTEGER, QuickPage, locate, page_json, quick_page
 from fonds.records.plain import json_by_id_sql
 from fonds.records.registry import Registry
 from fonds.storage import counts
@@ -126,7 +126,7 @@ class ListPage:
             listing = listing_from_query(services, QueryParams(query))
         except FondsError:
             return False
-        if listing.page is None or listing.resolve:
+        if listing.page is None or listing.resolve or (listing.page.number - 1) * listing.page.size > MAX_INTEGER:
             return False
         repo_id = ints[0] if self.repo_scoped else None
         generation_seen = generation_if_allowed(services, scope, self.permission, repo_id)

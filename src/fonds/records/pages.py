@@ -19,6 +19,15 @@ from fonds.records.plain import stored_json_is_the_answer
 from fonds.records.registry import RecordType
 from fonds.storage import counts
 
+# Offsets and page numbers beyond a 64-bit integer are refused as the database would refuse them
+# (OverflowError: a 400 naming an unstorable value), though no query here carries them.
+MAX_INTEGER = 2**63 - 1
+
+
+def check_range(*values: int) -> None:
+    if any(value > MAX_INTEGER for value in values):
+        raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
 
 def counted(record_type: RecordType, table: Table) -> bool:
     """Whether the block counts describe this type's listings (no rows hidden from them)."""
@@ -27,6 +36,7 @@ def counted(record_type: RecordType, table: Table) -> bool:
 
 def page_rows(conn: Connection, record_type: RecordType, table: Table, where: list, repo_id: int | None, offset: int, size: int):
     """(total, the rows of the page starting at `offset`) in id order."""
+    check_range(offset)
     if not counted(record_type, table):
         total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
         rows = conn.execute(select(table).where(*where).order_by(table.c.id).limit(size).offset(offset)).all()
