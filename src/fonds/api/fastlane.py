@@ -16,6 +16,7 @@ and four SQLAlchemy executes (BEGIN, the generation, the row, COMMIT)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ async def run_quick(quick, inline: bool, work, *args):
     """A quick read on the event loop when it cannot block (SQLite, small), else in one hop."""
     if inline and not quick.blocking:
         return work(*args)
+    if quick.executor is not None:
+        return await asyncio.get_running_loop().run_in_executor(quick.executor, work, *args)
     return await run_in_threadpool(work, *args)
 
 

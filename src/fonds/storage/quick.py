@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from sqlalchemy.engine import make_url
@@ -46,6 +47,9 @@ class QuickReads:
         )
         self._idle: deque = deque()
         self._sql: dict[str, str] = {}
+        # PostgreSQL reads run on these threads (a plain executor costs less per hop than
+        # anyio's), which also bounds the connections kept here to KEEP.
+        self.executor = ThreadPoolExecutor(KEEP, thread_name_prefix="fonds-quick") if self.blocking else None
 
     def _connect(self):
         if self.kind == "postgresql":
@@ -114,6 +118,8 @@ class QuickReads:
         return result
 
     def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
         while self._idle:
             self._idle.pop().close()
 
