@@ -54,7 +54,8 @@ class Bench:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")) if p)
         ceiling = [sys.executable, "-m", "bench.ceiling", "--port", str(self.ceiling_port), "--workers", str(self.o.workers)]
         self.ceiling = processes.start(ceiling, env=env, log_path=log_path, probe_url=f"http://{HOST}:{self.ceiling_port}/")
-        env.update(FONDS_DATA_DIR=str(self.data_dir / "fonds"), FONDS_ADMIN_PASSWORD=self.password)
+        # Like for like: the ceiling writes no access log either (FONDS_ACCESS_LOG costs ~35 µs a request).
+        env.update(FONDS_DATA_DIR=str(self.data_dir / "fonds"), FONDS_ADMIN_PASSWORD=self.password, FONDS_ACCESS_LOG="false")
         if self.database_url:
             env["FONDS_DATABASE_URL"] = self.database_url
         self.server_env = env

@@ -14,7 +14,8 @@ from fonds import __version__
 from fonds.api import batch, enumerations, groups, locations, lookups, openapi, search, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
-from fonds.api.middleware import CatchAll, RefuseNul
+from fonds.api.fastlane import FastLane
+from fonds.api.middleware import CACHE_CONTROL, CatchAll, RefuseNul
 from fonds.auth.passwords import HashingGate
 from fonds.auth.sessions import SessionCache
 from fonds.bootstrap import bootstrap
@@ -24,11 +25,11 @@ from fonds.model import REGISTRY, database_metadata
 from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
 from fonds.search.engine import SearchEngine
-from fonds.storage import migrate
+from fonds.storage import counts, migrate
 from fonds.storage.db import REQUEST_THREADS, Database
+from fonds.storage.quick import QuickReads
 
 log = logging.getLogger("fonds")
-CACHE_CONTROL = (b"cache-control", b"private, must-revalidate, max-age=0")
 
 
 class CacheControl:
@@ -54,6 +55,7 @@ def open_services(settings: Settings) -> AppServices:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)
+    counts.install(db, [record_type.name for record_type in REGISTRY])
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)
@@ -67,10 +69,22 @@ def open_services(settings: Settings) -> AppServices:
         search=search,
         sessions=SessionCache(),
         hashing=HashingGate(),
+        quick=QuickReads(db.url),
     )
 
 
-def create_app(settings: Settings) -> FastAPI:
+class FondsApp(FastAPI):
+    """FastAPI with the fast lane (`fonds.api.fastlane`) in front of its middleware and router."""
+
+    fast_lane: FastLane | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.fast_lane is not None and await self.fast_lane.answered(scope, receive, send):
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(settings: Settings) -> FondsApp:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # Start-up owns migration, bootstrap and the search indexer (with its writer lock);
@@ -84,9 +98,10 @@ def create_app(settings: Settings) -> FastAPI:
             yield
         finally:
             await run_in_threadpool(services.search.stop)
+            services.quick.close()
             services.db.dispose()
 
-    app = FastAPI(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FondsApp(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     install_error_handlers(app, before_http_error=session_gone_response)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
@@ -96,6 +111,7 @@ def create_app(settings: Settings) -> FastAPI:
         register_record_routes(app.router, record_type)
     trees.register(app.router, REGISTRY)
     lookups.register(app.router, REGISTRY)
+    app.fast_lane = FastLane.build(app, app.router.routes, REGISTRY)
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(openapi.build(app, app.state.fonds.records.schemas.schemas, REGISTRY)) or spec
     # Added innermost first: CacheControl(CatchAll(RefuseNul(routes))); sessions are checked per route.

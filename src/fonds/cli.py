@@ -61,6 +61,7 @@ def serve(
         workers=workers,
         log_level="info",
         log_config=uvicorn_log_config(),
+        access_log=settings.access_log,
     )
 
 

@@ -46,6 +46,10 @@ class Settings:
         2.0,
         "Longest a search waits for the index to apply the changes committed before it began; past it the search answers from the index as it is, with the header `X-Fonds-Index-Behind`.",
     )
+    access_log: bool = _setting(
+        True,
+        "Write one line per request to the server's output (uvicorn's access log, secrets in query strings redacted). Off saves about 35 µs of CPU per request (as much as a whole cached GET of one record costs otherwise).",
+    )
     strict_validation: bool = _setting(
         False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."
     )

@@ -22,6 +22,7 @@ from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService
 from fonds.search.engine import SearchEngine
 from fonds.storage.db import Database
+from fonds.storage.quick import QuickReads
 
 SESSION_HEADERS = ("x-service-session", "x-archivesspace-session")
 PUBLIC = "public"
@@ -39,6 +40,7 @@ class AppServices:
     hashing: HashingGate
     enumerations: Enumerations
     search: SearchEngine
+    quick: QuickReads
 
 
 async def services(request: Request) -> AppServices:

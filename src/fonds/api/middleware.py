@@ -15,6 +15,8 @@ from fonds.errors import json_error
 
 log = logging.getLogger("fonds.errors")
 MAX_LOGGED_MESSAGE = 300
+# ArchivesSpace marks every response private and not to be reused without revalidation.
+CACHE_CONTROL = (b"cache-control", b"private, must-revalidate, max-age=0")
 
 
 class RefuseNul:

@@ -6,6 +6,9 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 ROW_ID = 1
+# The current generation as a scalar subquery, for reads that fetch it in the same statement
+# (and so the same snapshot) as their data.
+SUBQUERY = f"SELECT value FROM auth_generation WHERE id = {ROW_ID}"
 
 
 def bump(conn) -> None:

@@ -72,6 +72,14 @@ class SessionCache:
             self._entries.move_to_end(key)
             return entry
 
+    def peek(self, key: str) -> _Cached | None:
+        """The entry while within its TTL, its generation not yet compared (the caller reads the
+        current generation in its own statement and compares `entry.generation`)."""
+        entry = self._entries.get(key)
+        if entry is None or time.monotonic() - entry.cached_at > self.ttl:
+            return None
+        return entry
+
     def put(self, key: str, entry: _Cached) -> None:
         with self._lock:
             self._entries[key] = entry
@@ -123,6 +131,17 @@ def resolve_session(db: Database, settings: Settings, cache: SessionCache, token
     user = SessionUser(row.id, row.user_id, row.username, grants)
     cache.put(key, _Cached(user, current, row.expiring, last_used, time.monotonic()))
     return user
+
+
+def cached_user(settings: Settings, cache: SessionCache, token: str) -> tuple[SessionUser, int] | None:
+    """The user behind `token` and the auth generation it was read at, when the cache may serve
+    it without reading the session row (within the TTL, no activity touch due): the caller must
+    then read the current generation in its own statement and use the user only if they match.
+    None: take `resolve_session`."""
+    entry = cache.peek(token_hash(token))
+    if entry is None or store.utcnow() - entry.last_used_at > min(TOUCH_INTERVAL, idle_limit(settings, entry.expiring)):
+        return None
+    return entry.user, entry.generation
 
 
 def _session_row(conn, key: str):

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import orjson
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, Invalid, NotFound
-from fonds.records import deletion, refs, uniqueness
+from fonds.records import deletion, pages, refs, uniqueness
 from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
@@ -333,14 +333,9 @@ class RecordService:
         with self.db.read() as conn:
             self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
-            total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
-            rows = conn.execute(
-                select(table).where(*where).order_by(table.c.id).limit(page.size).offset((page.number - 1) * page.size)
-            ).all()
+            total, rows = pages.page_rows(conn, record_type, table, where, repo_id, (page.number - 1) * page.size, page.size)
             bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
-        last_page = max(1, -(-total // page.size))
-        head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": page.number, "total": total})[:-1]
-        return head + b',"results":[' + b",".join(bodies) + b"]}"
+        return pages.page_json(page.number, page.size, total, bodies)
 
     def list_all(
         self,
@@ -369,8 +364,7 @@ class RecordService:
         with self.db.read() as conn:
             self.check_repository(conn, record_type, repo_id, writing=False)
             table, where = self._scope(conn, record_type, repo_id)
-            ids = conn.execute(select(table.c.id).where(*where).order_by(table.c.id)).scalars().all()
-        return orjson.dumps(ids)
+            return pages.all_ids_json(conn, table, where)
 
 
 def _lock_version(given) -> int:

@@ -62,7 +62,7 @@ def index_name(table: str, columns: tuple[str, ...]) -> str:
 def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
     columns = [
         Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("repo_id", Integer, nullable=True, index=spec.repo_scoped),
+        Column("repo_id", Integer, nullable=True),
         Column("lock_version", Integer, nullable=False, default=0),
         # The canonical record JSON, served as stored.
         Column("json", LargeBinary, nullable=False),
@@ -75,6 +75,9 @@ def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
     columns += [Column(c.name, c.type, nullable=True, index=c.index) for c in spec.columns]
     constraints = [UniqueConstraint(*cols) for cols in spec.unique]
     indexes = [Index(index_name(spec.name, cols), *cols) for cols in spec.indexes]
+    if spec.repo_scoped:
+        # A repository's records in id order, from the index alone: listings and all_ids.
+        indexes.append(Index(index_name(spec.name, ("repo_id", "id")), "repo_id", "id"))
     # sqlite_autoincrement: ids of deleted records are never handed out again.
     return Table(spec.name, metadata, *columns, *constraints, *indexes, sqlite_autoincrement=True)
 
@@ -142,6 +145,17 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         metadata,
         Column("id", Integer, primary_key=True, autoincrement=False),
         Column("value", Integer, nullable=False),
+    )
+    # How many records of each type each repository holds, per block of ids (`id / 1024`), kept
+    # by triggers on the record tables in the writing transaction (fonds.storage.counts): a
+    # listing's total and the block holding any page, without counting or skipping rows.
+    Table(
+        "record_bucket",
+        metadata,
+        Column("record_type", String(64), primary_key=True),
+        Column("repo_id", Integer, primary_key=True, autoincrement=False),
+        Column("bucket", Integer, primary_key=True, autoincrement=False),
+        Column("n", Integer, nullable=False),
     )
     # Failed logins per username and per client address, where every worker sees them.
     Table(

@@ -1,0 +1,116 @@
+"""Listing pages and all_ids at a cost that does not grow with the table.
+
+The total and the start of page N come from the block counts the triggers keep
+(`fonds.storage.counts`): the blocks of one type and repository are summed in id order until the
+running sum passes the page's offset; the page is then read from the (repo_id, id) index from the
+start of that block, skipping fewer than 1024 entries. Only the page's rows are fetched.
+Types whose listings hide rows (`Hooks.list_filter`: the global repository) are small and keep
+the plain COUNT and OFFSET."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from sqlalchemy import Connection, Table, func, literal_column, select, text
+
+from fonds.records.hooks import Hooks
+from fonds.records.plain import stored_json_is_the_answer
+from fonds.records.registry import RecordType
+from fonds.storage import counts
+
+# Offsets and page numbers beyond a 64-bit integer are refused as the database would refuse them
+# (OverflowError: a 400 naming an unstorable value), though no query here carries them.
+MAX_INTEGER = 2**63 - 1
+
+
+def check_range(*values: int) -> None:
+    if any(value > MAX_INTEGER for value in values):
+        raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
+
+def counted(record_type: RecordType, table: Table) -> bool:
+    """Whether the block counts describe this type's listings (no rows hidden from them)."""
+    return record_type.hooks.list_filter(table) is None
+
+
+def page_rows(conn: Connection, record_type: RecordType, table: Table, where: list, repo_id: int | None, offset: int, size: int):
+    """(total, the rows of the page starting at `offset`) in id order."""
+    check_range(offset)
+    if not counted(record_type, table):
+        total = conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+        rows = conn.execute(select(table).where(*where).order_by(table.c.id).limit(size).offset(offset)).all()
+        return total, rows
+    blocks = conn.execute(
+        text("SELECT bucket, n FROM record_bucket WHERE record_type = :t AND repo_id = :r AND n > 0 ORDER BY bucket"),
+        {"t": record_type.name, "r": repo_id or 0},
+    ).all()
+    total = sum(n for _, n in blocks)
+    start = locate(blocks, offset)
+    if start is None:
+        return total, []
+    first_block, skip = start
+    ids = (
+        select(table.c.id)
+        .where(*where, table.c.id >= first_block * counts.BLOCK)
+        .order_by(table.c.id)
+        .limit(size)
+        .offset(skip)
+        .scalar_subquery()
+    )
+    # The ids from the index first, then only those rows (an OFFSET over full rows would read
+    # the JSON of every row it skips).
+    rows = conn.execute(select(table).where(table.c.id.in_(ids)).order_by(table.c.id)).all()
+    return total, rows
+
+
+def page_json(number: int, size: int, total: int, bodies: list[bytes]) -> bytes:
+    """A listing page as ArchivesSpace answers it, the records' JSON bytes spliced in."""
+    last_page = max(1, -(-total // size))
+    head = orjson.dumps({"first_page": 1, "last_page": last_page, "this_page": number, "total": total})[:-1]
+    return head + b',"results":[' + b",".join(bodies) + b"]}"
+
+
+@dataclass(frozen=True)
+class QuickPage:
+    """Raw statements for a listing page of a type whose stored JSON is the answer (the API's
+    fast lane): the blocks (type name, repository id or 0) and the page (repository id for
+    repository-scoped types, the first id of the block, size, how many to skip)."""
+
+    blocks: str
+    page: str
+
+
+def quick_page(record_type: RecordType) -> QuickPage | None:
+    """None when the type's listings hide rows or its reads compute fields."""
+    if not stored_json_is_the_answer(record_type) or type(record_type.hooks).list_filter is not Hooks.list_filter:
+        return None
+    name, scoped = record_type.name, "repo_id = ? AND " if record_type.repo_scoped else ""
+    return QuickPage(
+        blocks="SELECT bucket, n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0 ORDER BY bucket",
+        page=f'SELECT json FROM "{name}" WHERE id IN (SELECT id FROM "{name}" WHERE {scoped}id >= ? ORDER BY id LIMIT ? OFFSET ?) ORDER BY id',
+    )
+
+
+def locate(blocks: list, offset: int) -> tuple[int, int] | None:
+    """The block holding the record at `offset` and how many of that block's records come before it."""
+    before = 0
+    for block, n in blocks:
+        if before + n > offset:
+            return block, offset - before
+        before += n
+    return None
+
+
+def all_ids_json(conn: Connection, table: Table, where: list) -> bytes:
+    """Every id in order as a JSON array, joined by the database (no Python object per id)."""
+    ids = select(table.c.id).where(*where).order_by(table.c.id)
+    if conn.dialect.name == "postgresql":
+        # ARRAY(subquery) keeps the subquery's order, with no sort of its own (string_agg's
+        # ORDER BY sorts again: four times slower at a million ids).
+        joined = select(func.array_to_string(func.array(ids.scalar_subquery()), ","))
+    else:
+        # LIMIT -1 (none): SQLite keeps a subquery's ORDER BY only where it may matter.
+        joined = select(literal_column("group_concat(id, ',')")).select_from(ids.limit(-1).subquery())
+    found = conn.execute(joined).scalar_one()
+    return b"[" + (found or "").encode() + b"]"

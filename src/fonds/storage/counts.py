@@ -1,0 +1,140 @@
+"""Record counts per (type, repository, block of 1024 ids), kept by triggers on every record table.
+
+A listing's total is the sum of a few hundred block counts at a million records, and page N
+starts in the block where the running sum passes (N-1) x size, at an offset below 1024 within
+it: no COUNT(*) over the table and no OFFSET deep into it (`fonds.records.pages`).
+
+Triggers, not code in the write paths: every insert and delete, whichever path makes it (single
+writes, batch imports, cascades, bulk SQL), changes the counts in its own transaction. They are
+installed at start for every record table of the registry (tables added by later migrations
+included) and a table that gets them for the first time has its blocks counted from its rows in
+the same transaction. On PostgreSQL the triggers are per statement (one upsert per block a
+statement touched) and take the change log's append lock first: every writer updating block
+rows does so alone, so two transactions never wait for each other's block rows (no deadlock),
+and the lock is one every record write takes anyway before it commits."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from fonds.storage.change_log import APPEND_LOCK_KEY
+from fonds.storage.db import Database
+
+# Blocks of 1024 ids: a page skips at most 1023 index entries within its block (on PostgreSQL
+# each may cost a heap visit while the visibility map is not yet set after a bulk load), and a
+# million records make about a thousand block rows for a listing to sum.
+BLOCK = 1024
+VERSION = 2
+# Serialises installation when several workers start at once.
+INSTALL_LOCK_KEY = 7_420_016
+
+_SQLITE = [
+    """CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" BEGIN
+  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES ('{table}', COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
+  ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + 1;
+END""",
+    """CREATE TRIGGER "{name}_del" AFTER DELETE ON "{table}" BEGIN
+  UPDATE record_bucket SET n = n - 1 WHERE record_type = '{table}' AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
+END""",
+    """CREATE TRIGGER "{name}_move" AFTER UPDATE OF repo_id ON "{table}"
+WHEN OLD.repo_id IS NOT NEW.repo_id BEGIN
+  UPDATE record_bucket SET n = n - 1 WHERE record_type = '{table}' AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
+  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES ('{table}', COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
+  ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + 1;
+END""",
+]
+
+_PG_FUNCTIONS = """
+CREATE OR REPLACE FUNCTION fonds_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock({lock});
+  INSERT INTO record_bucket (record_type, repo_id, bucket, n)
+  SELECT TG_ARGV[0], COALESCE(repo_id, 0), id / {block}, count(*) FROM added GROUP BY 2, 3 ORDER BY 2, 3
+  ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = record_bucket.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION fonds_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock({lock});
+  UPDATE record_bucket b SET n = b.n - gone.n
+  FROM (SELECT COALESCE(repo_id, 0) AS repo_id, id / {block} AS bucket, count(*) AS n FROM removed GROUP BY 1, 2) gone
+  WHERE b.record_type = TG_ARGV[0] AND b.repo_id = gone.repo_id AND b.bucket = gone.bucket;
+  RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION fonds_count_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock({lock});
+  UPDATE record_bucket SET n = n - 1
+  WHERE record_type = TG_ARGV[0] AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
+  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES (TG_ARGV[0], COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
+  ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = record_bucket.n + 1;
+  RETURN NULL;
+END $$;
+"""
+
+_PG = [
+    """CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" REFERENCING NEW TABLE AS added
+FOR EACH STATEMENT EXECUTE FUNCTION fonds_count_added('{table}')""",
+    """CREATE TRIGGER "{name}_del" AFTER DELETE ON "{table}" REFERENCING OLD TABLE AS removed
+FOR EACH STATEMENT EXECUTE FUNCTION fonds_count_removed('{table}')""",
+    """CREATE TRIGGER "{name}_move" AFTER UPDATE OF repo_id ON "{table}" FOR EACH ROW
+WHEN (OLD.repo_id IS DISTINCT FROM NEW.repo_id) EXECUTE FUNCTION fonds_count_moved('{table}')""",
+]
+
+
+def trigger_name(table: str) -> str:
+    return f"fonds_count_v{VERSION}_{table}"
+
+
+def install(db: Database, tables: list[str]) -> None:
+    """Give every table in `tables` its counting triggers (those that have them are left alone)."""
+    with db.write() as conn:
+        if db.kind == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({INSTALL_LOCK_KEY})")
+        missing = [table for table in tables if not _has_triggers(conn, table)]
+        if not missing:
+            return
+        if db.kind == "postgresql":
+            conn.exec_driver_sql(_PG_FUNCTIONS.format(lock=APPEND_LOCK_KEY, block=BLOCK))
+        for table in missing:
+            _install_one(conn, table)
+
+
+def _has_triggers(conn: Connection, table: str) -> bool:
+    name = f"{trigger_name(table)}_ins"
+    if conn.dialect.name == "postgresql":
+        # The table of this schema (the search path's), not a namesake's elsewhere.
+        sql = "SELECT 1 FROM pg_trigger WHERE tgname = %(name)s AND tgrelid = to_regclass(%(table)s)"
+        rows = conn.exec_driver_sql(sql, {"name": name, "table": f'"{table}"'})
+    else:
+        rows = conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,))
+    return rows.first() is not None
+
+
+def _install_one(conn: Connection, table: str) -> None:
+    """Triggers for `table`, and its blocks counted from its rows (writers are kept out meanwhile:
+    SQLite's write lock, PostgreSQL's table lock)."""
+    postgres = conn.dialect.name == "postgresql"
+    if postgres:
+        conn.exec_driver_sql(f'LOCK TABLE "{table}" IN SHARE ROW EXCLUSIVE MODE')
+    for old in _old_triggers(conn, table):
+        conn.exec_driver_sql(f'DROP TRIGGER IF EXISTS "{old}"' + (f' ON "{table}"' if postgres else ""))
+    for template in _PG if postgres else _SQLITE:
+        conn.exec_driver_sql(template.format(name=trigger_name(table), table=table, block=BLOCK))
+    conn.exec_driver_sql(f"DELETE FROM record_bucket WHERE record_type = '{table}'")
+    conn.exec_driver_sql(
+        f"INSERT INTO record_bucket (record_type, repo_id, bucket, n) "
+        f"SELECT '{table}', COALESCE(repo_id, 0), id / {BLOCK}, count(*) FROM \"{table}\" GROUP BY 2, 3"
+    )
+
+
+def _old_triggers(conn: Connection, table: str) -> list[str]:
+    """Counting triggers of earlier versions (their blocks are recounted)."""
+    if conn.dialect.name == "postgresql":
+        sql = "SELECT tgname FROM pg_trigger WHERE tgrelid = %(table)s::regclass AND tgname LIKE 'fonds_count_%%'"
+        rows = conn.exec_driver_sql(sql, {"table": f'"{table}"'})
+    else:
+        rows = conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE 'fonds_count_%'", (table,)
+        )
+    return [row[0] for row in rows]

@@ -1,0 +1,89 @@
+"""The fast lane (fonds.api.fastlane) answers hot GETs ahead of FastAPI; it must answer exactly as
+the ordinary path does, and leave every other answer (errors, stale sessions) to it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import Api, make_user, new_client, running_app
+
+HEADERS = ("content-type", "content-length", "cache-control")
+
+
+@pytest.fixture
+def ordinary(settings):
+    """An app on the same database without the lane: the reference answers."""
+    with running_app(settings) as app:
+        app.fast_lane = None
+        yield Api.login(new_client(app))
+
+
+@pytest.fixture
+def accessions(api, repo) -> list[str]:
+    path = f"/repositories/{repo}/accessions"
+    return [api.create(path, {"jsonmodel_type": "accession", "title": f"Ünïcode {n}", "id_0": f"L{n}"})["uri"] for n in range(12)]
+
+
+def same_answer(api: Api, ordinary: Api, path: str, **params) -> bytes:
+    fast, slow = api.get(path, params=params), ordinary.get(path, params=params)
+    assert (fast.status_code, fast.content) == (slow.status_code, slow.content)
+    assert [fast.headers.get(h) for h in HEADERS] == [slow.headers.get(h) for h in HEADERS]
+    return fast.content
+
+
+def test_a_record_is_answered_as_the_ordinary_path_answers(api, ordinary, accessions):
+    for uri in accessions[:3]:
+        assert same_answer(api, ordinary, uri).startswith(b"{")
+    assert api.get(accessions[0]).headers["cache-control"] == "private, must-revalidate, max-age=0"
+
+
+@pytest.mark.parametrize(
+    "params", [{"page": 1}, {"page": 2, "page_size": 5}, {"page": 3, "page_size": 5}, {"page": 9}, {"page": 1, "page_size": 250}]
+)
+def test_a_page_is_answered_as_the_ordinary_path_answers(api, ordinary, repo, accessions, params):
+    same_answer(api, ordinary, f"/repositories/{repo}/accessions", **params)
+
+
+def test_global_types_too(api, ordinary):
+    uri = api.create("/subjects", {"jsonmodel_type": "subject", "title": "Topic", "source": "local", "terms": []})["uri"]
+    same_answer(api, ordinary, uri)
+    same_answer(api, ordinary, "/subjects", page=1)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/repositories/{repo}/accessions/99999",
+        "/repositories/99999/accessions/1",
+        "/repositories/99999/accessions?page=1",
+        "/repositories/{repo}/accessions?page=0",
+        "/repositories/{repo}/accessions?page=1&page_size=x",
+        "/repositories/{repo}/accessions?page=1%00",
+        "/repositories/{repo}/accessions/99999999999999999999999",
+    ],
+)
+def test_errors_are_the_ordinary_paths(api, ordinary, repo, accessions, path):
+    path = path.format(repo=repo)
+    fast, slow = api.get(path), ordinary.get(path)
+    assert fast.status_code >= 400
+    assert (fast.status_code, fast.json()) == (slow.status_code, slow.json())
+
+
+def test_sessions_and_permissions_are_checked_before_anything(app, api, repo, accessions):
+    client = new_client(app)
+    for path in (accessions[0], f"/repositories/{repo}/accessions?page=1"):
+        assert client.get(path).status_code == 403
+        gone = client.get(path, headers={"X-ArchivesSpace-Session": "no-such-token"})
+        assert (gone.status_code, gone.json()["code"]) == (412, "SESSION_GONE")
+    outsider = make_user(api, "outsider")
+    assert outsider.get(accessions[0]).status_code == 403
+    assert outsider.get(f"/repositories/{repo}/accessions", params={"page": 1}).status_code == 403
+
+
+def test_a_read_sees_the_latest_write(api, accessions):
+    record = api.get(accessions[0]).json()
+    record["title"] = "Changed"
+    assert api.post(accessions[0], json=record).status_code == 200
+    assert api.get(accessions[0]).json()["title"] == "Changed"
+    assert api.delete(accessions[0]).status_code == 200
+    assert api.get(accessions[0]).status_code == 404
