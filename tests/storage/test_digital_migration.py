@@ -1,4 +1,4 @@
-"""Migration 0006_digital: the digital object tables, and update_digital_object_record for the
+"""Migration 0007_digital_objects: the digital object tables, and update_digital_object_record for the
 groups of repositories made before it (new repositories' groups get it when they are made)."""
 
 from __future__ import annotations

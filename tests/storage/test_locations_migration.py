@@ -1,4 +1,4 @@
-"""Revision 0006_locations: subjects stored before it get shared term records and term URIs,
+"""Revision 0008_locations: subjects stored before it get shared term records and term URIs,
 top containers lose the display strings earlier versions stored (they are computed when read)."""
 
 from __future__ import annotations

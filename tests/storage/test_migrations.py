@@ -304,7 +304,7 @@ def test_an_upgrade_from_0002_lets_administrators_and_archivists_edit_the_lists(
     assert docs[3]["grants_permissions"] == ["view_repository"]
 
 
-# -- schema defaults in stored records (revision 0006_readback) -----------------------------
+# -- schema defaults in stored records (revision 0010_schema_defaults) -----------------------------
 
 LEGACY_ABSENT = {"publish", "suppressed", "restrictions", "restrictions_apply", "is_slug_auto", "is_finding_aid_status_published"}
 

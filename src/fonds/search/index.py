@@ -30,7 +30,7 @@ CURRENT = "CURRENT"
 APPLIED = "applied"
 SCHEMA = "schema"
 # Bumped when what goes into documents changes in a way the catalog does not show.
-# 2: records' `json` holds their schema defaults (migration 0006_readback filled stored ones).
+# 2: records' `json` holds their schema defaults (migration 0010_schema_defaults filled stored ones).
 DOCUMENT_VERSION = 2
 
 

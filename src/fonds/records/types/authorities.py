@@ -56,7 +56,7 @@ def term_uri(ctx, term: dict) -> str:
 
 def _create_term(ctx, term: dict, key: dict) -> int:
     table, tables = ctx.tables["term"], ctx.tables
-    term_id = store.allocate(ctx.conn, table, repo_id=None, now=ctx.now, username=ctx.actor)
+    term_id = store.allocate_ids(ctx.conn, table, 1)[0]
     uri, stamp = ctx.registry["term"].uri(term_id), store.iso(ctx.now)
     doc = {
         "jsonmodel_type": "term",
@@ -66,7 +66,9 @@ def _create_term(ctx, term: dict, key: dict) -> int:
         **dict.fromkeys(("created", "modified", "create_time", "system_mtime", "user_mtime"), stamp),
         **dict.fromkeys(("created_by", "last_modified_by"), ctx.actor),
     }
-    store.store(ctx.conn, table, term_id, json=orjson.dumps(doc), values=key)
+    audit = dict(create_time=ctx.now, system_mtime=ctx.now, user_mtime=ctx.now, created_by=ctx.actor, last_modified_by=ctx.actor)
+    row = {"id": term_id, "repo_id": None, "lock_version": 0, "json": orjson.dumps(doc), **audit, **key}
+    store.insert_rows(ctx.conn, table, [row])
     store.replace_links(
         ctx.conn,
         tables,

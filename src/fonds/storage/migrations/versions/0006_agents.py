@@ -115,7 +115,7 @@ def upgrade() -> None:
     sqlite_autoincrement=True
     )
     with op.batch_alter_table('event', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_event_repo_id'), ['repo_id'], unique=False)
+        batch_op.create_index('ix_event_repo_id_id', ['repo_id', 'id'], unique=False)
         batch_op.create_index(batch_op.f('ix_event_system_mtime'), ['system_mtime'], unique=False)
 
 
@@ -123,7 +123,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table('event', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_event_system_mtime'))
-        batch_op.drop_index(batch_op.f('ix_event_repo_id'))
+        batch_op.drop_index('ix_event_repo_id_id')
 
     op.drop_table('event')
     with op.batch_alter_table('agent_software', schema=None) as batch_op:

@@ -8,8 +8,8 @@ the values ArchivesSpace would have shown for them: the records' content is unch
 lock_version stays and no change is logged. The search index rebuilds itself at the next start
 (its document version moved), so the `json` copies in search results follow.
 
-Revision ID: 0006_readback
-Revises: 0005_auth_generation
+Revision ID: 0010_schema_defaults
+Revises: 0009_listing_counts
 Create Date: 2026-11-24 07:00:00.000000
 """
 
@@ -18,8 +18,8 @@ import orjson
 import sqlalchemy as sa
 
 
-revision = '0006_readback'
-down_revision = '0005_auth_generation'
+revision = '0010_schema_defaults'
+down_revision = '0009_listing_counts'
 branch_labels = None
 depends_on = None
 

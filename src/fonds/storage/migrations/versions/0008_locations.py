@@ -5,8 +5,8 @@ subjects share (one per vocabulary, term and term type). Existing subjects get t
 each of their terms its `uri`; top containers lose the display strings stored by earlier
 versions (they are computed when read now).
 
-Revision ID: 0006_locations
-Revises: 0005_auth_generation
+Revision ID: 0008_locations
+Revises: 0007_digital_objects
 Create Date: 2026-11-24 06:59:20.046947
 """
 
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from alembic import op
 
 
-revision = '0006_locations'
-down_revision = '0005_auth_generation'
+revision = '0008_locations'
+down_revision = '0007_digital_objects'
 branch_labels = None
 depends_on = None
 

@@ -4,8 +4,8 @@ The table the counting triggers keep (fonds.storage.counts installs the triggers
 every record table, and counts existing rows then), and each repository-scoped table's index on
 repo_id widened to (repo_id, id): a repository's records in id order from the index alone.
 
-Revision ID: 0006_reads
-Revises: 0005_auth_generation
+Revision ID: 0009_listing_counts
+Revises: 0008_locations
 Create Date: 2026-11-24 07:01:08.909543
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0006_reads'
-down_revision = '0005_auth_generation'
+revision = '0009_listing_counts'
+down_revision = '0008_locations'
 branch_labels = None
 depends_on = None
 
