@@ -27,6 +27,8 @@ SERVICE_SET |= {"long_display_string", "subcontainer_barcodes", "restricted", "i
 SERVICE_SET |= {"used_within_repositories", "used_within_published_repositories", "suppressed"}
 # Fields that change with every write, by design.
 MOVING = {"lock_version", "modified", "system_mtime", "user_mtime", "last_modified_by"}
+# Computed at read time from other records, which later corpus records may link.
+MOVING |= {name for record_type in REGISTRY for name in record_type.read_fields}
 ENUM_WARNING = "is not in the editable list"
 
 

@@ -145,6 +145,7 @@ class Batch:
             record_type.hooks.derive(ctx, doc)
         except Invalid as error:
             raise labelled(error, item.label) from None
+        self.service.defaults.keep_service_values(record_type.name, doc, None, skip=record_type.read_fields)
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
         for name in [f for f, messages in item.warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
             del item.warnings[name]

@@ -63,6 +63,8 @@ def structured_date_errors(date: dict, path: str) -> FieldErrors:
 
 
 class AgentHooks(Hooks):
+    read_fields = ("linked_agent_roles", "is_linked_to_published_record", "used_within_repositories", "used_within_published_repositories")
+
     def __init__(self, type_name: str, rules: agent_names.NameRules):
         self.type_name, self.rules = type_name, rules
 

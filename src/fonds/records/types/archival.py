@@ -105,6 +105,8 @@ def instance_errors(doc: dict) -> FieldErrors:
 class ArchivalHooks(Hooks):
     """An archival record lists the events linking it (`linked_events`) when read."""
 
+    read_fields = ("linked_events",)
+
     def read_extras(self, conn, rows):
         return linked_events(conn, self.type_name, [row.id for row in rows])
 

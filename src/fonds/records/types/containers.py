@@ -19,6 +19,15 @@ PREVIOUS = "previous"
 
 
 class TopContainerHooks(Hooks):
+    read_fields = (
+        "display_string",
+        "long_display_string",
+        "collection",
+        "series",
+        "is_linked_to_published_record",
+        "subcontainer_barcodes",
+    )
+
     def check(self, doc):
         errors: FieldErrors = {}
         for n, place in enumerate(doc.get(LOCATIONS, [])):

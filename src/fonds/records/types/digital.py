@@ -7,10 +7,33 @@ from sqlalchemy import Boolean, select
 
 from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
-from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, TreeSpec, UniqueKey, id_column, text_column
-from fonds.records.search_spec import DESCRIBED, LEVEL, DocumentField, SearchSpec, ancestor_uris, copied, node_dependents, ref_of
+from fonds.records.registry import (
+    Lookup,
+    Permissions,
+    RecordType,
+    RefRule,
+    RequiredOneOf,
+    Scope,
+    TreeSpec,
+    UniqueKey,
+    id_column,
+    text_column,
+)
+from fonds.records.search_spec import (
+    DESCRIBED,
+    LEVEL,
+    DocumentField,
+    SearchSpec,
+    ancestor_uris,
+    both,
+    copied,
+    linked_agent_dependents,
+    node_dependents,
+    ref_of,
+)
 from fonds.records.trees.decorations import TreeViews, dates
 from fonds.records.types import archival
+from fonds.records.types.events import linked_events
 from fonds.storage.chunks import select_in
 from fonds.storage.tables import ColumnSpec
 
@@ -94,6 +117,8 @@ def _derive_representative(doc: dict) -> None:
 
 
 class DigitalObjectHooks(Hooks):
+    read_fields = ("linked_instances", "collection", "linked_events")
+
     def check(self, doc):
         return file_version_errors("digital_object", doc)
 
@@ -130,7 +155,8 @@ class DigitalObjectHooks(Hooks):
         by_object: dict[int, list] = {}
         for link in found:
             by_object.setdefault(link.target_id, []).append(link)
-        return [self._links_of(row, by_object.get(row.id, []), owners) for row in rows]
+        events = linked_events(conn, "digital_object", [row.id for row in rows])
+        return [{**self._links_of(row, by_object.get(row.id, []), owners), **linked} for row, linked in zip(rows, events)]
 
     @staticmethod
     def _links_of(row, links, owners) -> dict:
@@ -153,8 +179,13 @@ def component_display_string(doc: dict) -> str:
 
 
 class DigitalObjectComponentHooks(Hooks):
+    read_fields = ("linked_events",)
+
     def check(self, doc):
         return file_version_errors("digital_object_component", doc)
+
+    def read_extras(self, conn, rows):
+        return linked_events(conn, "digital_object_component", [row.id for row in rows])
 
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
@@ -211,6 +242,7 @@ DIGITAL_OBJECT_SEARCH = SearchSpec(
         DocumentField("collection_uri_u_sstr", "keyword", lambda doc, _: _refs(doc, "collection")),
         *DESCRIBED,
     ),
+    dependents=linked_agent_dependents,
 )
 
 DIGITAL_OBJECT_COMPONENT_SEARCH = SearchSpec(
@@ -227,7 +259,7 @@ DIGITAL_OBJECT_COMPONENT_SEARCH = SearchSpec(
         *DESCRIBED,
     ),
     title=lambda doc: doc.get("display_string") or doc.get("title"),
-    dependents=node_dependents,
+    dependents=both(node_dependents, linked_agent_dependents),
 )
 
 
@@ -242,6 +274,7 @@ TYPES = (
         columns=(text_column("digital_object_id", index=True), ColumnSpec("publish", Boolean())),
         unique_keys=(UniqueKey(("repo_id", "digital_object_id"), "digital_object_id", "Must be unique"),),
         hooks=DigitalObjectHooks(),
+        lookups=(Lookup("digital_object_id", "digital_object_id"),),
         tree=DIGITAL_TREE,
         search=DIGITAL_OBJECT_SEARCH,
         suppressible=True,
