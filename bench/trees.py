@@ -7,7 +7,7 @@ moves to the front of the 20,000 siblings (p50/p95), checks the order, times the
 whole resource while another client keeps reading, and prints one JSON line of figures.
 
     FONDS_DATA_DIR=/tmp/b FONDS_ADMIN_PASSWORD=admin fonds serve --port 8099 &
-    python bench/trees.py --url http://127.0.0.1:8099 --password admin [--total 100000]
+    python -m bench.trees --url http://127.0.0.1:8099 --password admin [--total 100000]
 """
 
 from __future__ import annotations
