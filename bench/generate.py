@@ -133,7 +133,9 @@ class Archive:
         for n in range(1, self.plan.agents + 1):
             uri = f"/agents/people/import_{self.prefix}{n}"
             self.agents.append(uri)
-            name = {"jsonmodel_type": "name_person", "primary_name": f"{self.rng.choice(NAMES)}{n}", "rest_of_name": self.rng.choice(GIVEN)}
+            # Agents are global and must be unique: the repository's prefix keeps two repositories' apart.
+            primary = f"{self.rng.choice(NAMES)}{n}{self.prefix.rstrip('_')}"
+            name = {"jsonmodel_type": "name_person", "primary_name": primary, "rest_of_name": self.rng.choice(GIVEN)}
             name.update(name_order="inverted", source="local", sort_name_auto_generate=True)
             yield {"jsonmodel_type": "agent_person", "uri": uri, "names": [name]}
 

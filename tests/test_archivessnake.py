@@ -1,7 +1,8 @@
 """ArchivesSnake, the Python client archives script ArchivesSpace with, against a real `fonds
 serve`: it logs in as it does with ArchivesSpace, pages through listings, reads records by URI,
-creates and updates through `client.post`, finds by id and walks a resource's tree. One server
-serves the whole module."""
+creates and updates through `client.post`, finds by id, walks a resource's tree, iterates agents,
+locations, container profiles, digital objects and top containers and reads with `resolve[]`. One
+server serves the whole module."""
 
 from __future__ import annotations
 
@@ -147,3 +148,124 @@ def test_find_by_id_as_scripts_call_it(client, holdings):
 def test_walk_tree_yields_the_resource_then_its_components_in_order(client, holdings):
     walked = list(asnake_utils.walk_tree(holdings["resource"], client))
     assert [node["uri"] for node in walked] == [holdings["resource"], holdings["series"], holdings["file"]]
+
+
+@pytest.fixture(scope="module")
+def linked(client, holdings) -> dict:
+    """Agents of every kind, a container profile, a location holding a top container, and a
+    digital object with a component, linked to the agents and an accession's instance."""
+
+    def post(path: str, record: dict) -> str:
+        response = client.post(path, json=record)
+        assert response.status_code == 200, response.text
+        return response.json()["uri"]
+
+    repo = holdings["repo"]
+    found = {
+        "person": post(
+            "/agents/people", _agent("agent_person", {"primary_name": "Burden", "rest_of_name": "Henry", "name_order": "inverted"})
+        ),
+        "corporate": post("/agents/corporate_entities", _agent("agent_corporate_entity", {"primary_name": "Harmony Mills"})),
+        "family": post("/agents/families", _agent("agent_family", {"family_name": "Smith"})),
+        "software": post("/agents/software", _agent("agent_software", {"software_name": "Ingest"})),
+        "profile": post(
+            "/container_profiles",
+            {
+                "jsonmodel_type": "container_profile",
+                "name": "Document box",
+                "dimension_units": "inches",
+                "extent_dimension": "width",
+                "height": "10",
+                "width": "5",
+                "depth": "12",
+            },
+        ),
+        "location": post(
+            "/locations",
+            {"jsonmodel_type": "location", "building": "Main", "floor": "2", "coordinate_1_label": "Shelf", "coordinate_1_indicator": "4"},
+        ),
+    }
+    found["shelved"] = post(
+        f"{repo}/top_containers",
+        {
+            "jsonmodel_type": "top_container",
+            "indicator": "2",
+            "type": "box",
+            "container_profile": {"ref": found["profile"]},
+            "container_locations": [
+                {"jsonmodel_type": "container_location", "status": "current", "start_date": "2024-01-02", "ref": found["location"]}
+            ],
+        },
+    )
+    found["digital"] = post(
+        f"{repo}/digital_objects",
+        {
+            "jsonmodel_type": "digital_object",
+            "title": "Survey map scan",
+            "digital_object_id": "SN-DO-1",
+            "publish": True,
+            "file_versions": [
+                {"jsonmodel_type": "file_version", "file_uri": "https://example.org/map.jpg", "publish": True, "is_representative": True}
+            ],
+            "linked_agents": [{"role": "creator", "relator": "pht", "ref": found["person"]}],
+        },
+    )
+    found["component"] = post(
+        f"{repo}/digital_object_components",
+        {
+            "jsonmodel_type": "digital_object_component",
+            "title": "Verso",
+            "component_id": "SN-DO-1-v",
+            "digital_object": {"ref": found["digital"]},
+        },
+    )
+    return found
+
+
+def _agent(agent_type: str, name: dict) -> dict:
+    name_type = agent_type.replace("agent_", "name_")
+    return {"jsonmodel_type": agent_type, "names": [{"jsonmodel_type": name_type, "source": "local", **name}]}
+
+
+def test_aspace_iterates_agents_of_every_kind(server, linked):
+    aspace = asnake_aspace.ASpace(baseurl=server, username="admin", password=SERVE_PASSWORD)
+    every = [agent.uri for agent in aspace.agents]
+    assert {linked[kind] for kind in ("person", "corporate", "family", "software")} <= set(every)
+    assert len(every) == len(set(every))
+    assert linked["person"] in [agent.uri for agent in aspace.agents.people]
+    assert [agent.title for agent in aspace.agents.people if agent.uri == linked["person"]] == ["Burden, Henry"]
+    assert [agent.uri for agent in aspace.agents.families] == [linked["family"]]
+    assert [agent.uri for agent in aspace.agents["software"] if agent.uri == linked["software"]] == [linked["software"]]
+    corporate = [agent for agent in aspace.agents.corporate_entities if agent.uri == linked["corporate"]]
+    assert [agent.names[0].primary_name for agent in corporate] == ["Harmony Mills"]
+
+
+def test_aspace_iterates_locations_and_container_profiles(server, linked):
+    aspace = asnake_aspace.ASpace(baseurl=server, username="admin", password=SERVE_PASSWORD)
+    assert [location.title for location in aspace.locations] == ["Main, 2 [Shelf: 4]"]
+    assert [profile.uri for profile in aspace.container_profiles] == [linked["profile"]]
+
+
+def test_aspace_iterates_a_repositorys_digital_objects_and_top_containers(server, holdings, linked):
+    aspace = asnake_aspace.ASpace(baseurl=server, username="admin", password=SERVE_PASSWORD)
+    repository = aspace.repositories(holdings["repo_id"])
+    [digital] = list(repository.digital_objects)
+    assert (digital.uri, digital.digital_object_id) == (linked["digital"], "SN-DO-1")
+    # ArchivesSnake follows the linked agent's ref to the agent record.
+    assert [agent.title for agent in digital.linked_agents] == ["Burden, Henry"]
+    assert {box.uri for box in repository.top_containers} == {holdings["box"], linked["shelved"]}
+    [shelved] = [box for box in repository.top_containers if box.uri == linked["shelved"]]
+    assert shelved.container_locations[0].title == "Main, 2 [Shelf: 4]"
+    assert shelved.container_profile.name == "Document box"
+
+
+def test_client_reads_with_resolve(client, linked):
+    params = {"resolve[]": ["linked_agents"]}
+    digital = client.get(linked["digital"], params=params).json()
+    assert digital["linked_agents"][0]["_resolved"]["title"] == "Burden, Henry"
+    assert digital["representative_file_version"]["file_uri"] == "https://example.org/map.jpg"
+    component = client.get(linked["component"], params={"resolve[]": "digital_object"}).json()
+    assert component["digital_object"]["_resolved"]["digital_object_id"] == "SN-DO-1"
+    box = client.get(linked["shelved"], params={"resolve[]": ["container_locations", "container_profile"]}).json()
+    assert box["container_locations"][0]["_resolved"]["building"] == "Main"
+    assert box["container_profile"]["_resolved"]["name"] == "Document box"

@@ -75,9 +75,10 @@ def test_links_are_required_and_checked(api, repo, agent):
     assert list(api.create(events_path(repo), body)["warnings"]) == ["linked_agents/0/role"]
     body["linked_records"][0]["role"] = "owner"
     assert list(api.post(events_path(repo), json=body).json()["error"]) == ["linked_records/0/role"]
-    # A digital object that does not exist is refused like any other missing record.
-    later = api.post(events_path(repo), json=event_body(agent, f"/repositories/{repo}/digital_objects/999", **stamp))
-    assert later.json()["error"] == {"linked_records/0": [f"Can't relate to non-existent record: /repositories/{repo}/digital_objects/999"]}
+    # A record of a type events may link, which does not exist, is refused as ArchivesSpace does.
+    absent = f"/repositories/{repo}/digital_objects/999"
+    later = api.post(events_path(repo), json=event_body(agent, absent, **stamp))
+    assert (later.status_code, later.json()["error"]) == (400, {"linked_records/0": [f"Can't relate to non-existent record: {absent}"]})
     missing = api.post(events_path(repo), json=event_body("/agents/people/999", resource, **stamp))
     assert missing.json()["error"] == {"linked_agents/0": ["Can't relate to non-existent record: /agents/people/999"]}
 

@@ -97,8 +97,14 @@ def corpus_records(api, repo) -> list[tuple[str, dict, dict, dict]]:
 def test_the_corpus_covers_every_kind_it_promises():
     types = {load(path)["type"] for path in CORPUS}
     assert {"accession", "resource", "archival_object", "subject", "top_container", "location_profile"} <= types
+    agents = {"agent_person", "agent_corporate_entity", "agent_family", "agent_software"}
+    assert agents | {"container_profile", "location", "digital_object", "digital_object_component", "event"} <= types
     text = " ".join(path.read_text() for path in CORPUS)
     for kind in ("note_singlepart", "note_multipart", "note_bibliography", "note_index", "note_chronology", "note_orderedlist"):
+        assert kind in text
+    for kind in ("note_bioghist", "note_digital_object", "structured_date_label", "agent_contact", "agent_record_identifier"):
+        assert kind in text
+    for kind in ("agent_record_control", "container_location", "location_function", "file_version", "telephone"):
         assert kind in text
     for value in ("Cubic Feet", "linear feet", "mixed materials", "volume", "Describing Archives: A Content Standard"):
         assert f'"{value}"' in text
@@ -128,3 +134,21 @@ def test_institution_values_are_named_in_warnings(corpus_records):
     assert "finding_aid_description_rules" in warned["07_resource.json"]
     assert "instances/0/instance_type" in warned["06_accession.json"]
     assert "type" in warned["05_top_container_volume.json"]
+
+
+def test_links_between_corpus_records_read_back_from_both_ends(api, corpus_records):
+    """The newer records link each other: what the linked record reads back (computed at read
+    time, as ArchivesSpace does) names the records that link it."""
+    uris = {name: stored["uri"] for name, _, _, stored in corpus_records}
+    portrait = read(api, uris["17_digital_object.json"])
+    assert [link["ref"] for link in portrait["linked_instances"]] == [uris["19_accession_with_agents.json"]]
+    assert [link["ref"] for link in portrait["linked_events"]] == [uris["20_event_ingestion.json"]]
+    assert portrait["representative_file_version"]["file_uri"].endswith("/default.jpg")
+    accession = read(api, uris["19_accession_with_agents.json"])
+    assert [link["ref"] for link in accession["linked_events"]] == [uris["20_event_ingestion.json"]]
+    box = read(api, uris["16_top_container_located.json"])
+    assert box["container_locations"][0]["ref"] == uris["15_location.json"]
+    assert box["container_profile"]["ref"] == uris["14_container_profile.json"]
+    person = read(api, uris["10_agent_person.json"])
+    assert person["title"] == "Burden, Henry, 1791-1871"
+    assert person["is_linked_to_published_record"] is True
