@@ -74,6 +74,7 @@ def summary(result: dict) -> list[str]:
         f"- Server RSS: {rss['at_start']} MB at start, {rss['at_rest']} MB at rest after loading, {rss['under_load_peak']} MB peak under load",
         f"- Database size after loading and the scenarios: {result['database_bytes'] / 1024 / 1024:,.1f} MB",
         f"- From a write's response to its searchability: {search_line}",
+        f"- Search index caught up with the load {result.get('index_catch_up', {}).get('seconds', '—')} s after it ended (scenarios start then)",
         f"- Reindex (`fonds reindex` while serving): {_reindex_line(result.get('reindex', {}))}",
     ]
 
