@@ -128,7 +128,15 @@ class IndexDirectory:
         name = name or self.current_name()
         if name is None:
             return 0
-        return sum(f.stat().st_size for f in (self.path / name).glob("*") if f.is_file())
+        return sum(_size(f) for f in (self.path / name).glob("*"))
+
+
+def _size(path: Path) -> int:
+    # The writer merges and deletes segment files while it indexes: one may vanish between listing and stat.
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except FileNotFoundError:
+        return 0
 
 
 class WriterLock:
