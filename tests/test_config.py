@@ -13,6 +13,12 @@ def test_defaults_match_the_documented_ones(tmp_path):
     assert settings.effective_database_url.startswith("sqlite:///") and settings.effective_database_url.endswith("fonds-data/fonds.sqlite3")
 
 
+def test_memory_settings_default_to_two_arenas_and_a_release_every_ten_seconds():
+    settings = load_settings(env={})
+    assert (settings.malloc_arenas, settings.memory_release_seconds) == (2, 10.0)
+    assert load_settings(env={"FONDS_MEMORY_RELEASE_SECONDS": "0"}).memory_release_seconds == 0
+
+
 def test_environment_overrides_the_toml_file(tmp_path):
     config = tmp_path / "fonds.toml"
     config.write_text("default_page_size = 20\nmax_page_size = 100\nstrict_validation = true\n")
@@ -32,6 +38,8 @@ def test_config_file_can_be_named_by_fonds_config(tmp_path):
         ({"FONDS_DEFAULT_PAGE_SIZE": "ten"}, "FONDS_DEFAULT_PAGE_SIZE"),
         ({"FONDS_MAX_PAGE_SIZE": "0"}, "FONDS_MAX_PAGE_SIZE"),
         ({"FONDS_STRICT_VALIDATION": "maybe"}, "FONDS_STRICT_VALIDATION"),
+        ({"FONDS_MALLOC_ARENAS": "0"}, "FONDS_MALLOC_ARENAS"),
+        ({"FONDS_MEMORY_RELEASE_SECONDS": "-1"}, "FONDS_MEMORY_RELEASE_SECONDS"),
         ({"FONDS_DEFAULT_PAGE_SIZE": "300"}, "must not exceed"),
     ],
 )

@@ -50,6 +50,14 @@ class Settings:
         True,
         "Write one line per request to the server's output (uvicorn's access log, secrets in query strings redacted). Off saves about 35 µs of CPU per request (as much as a whole cached GET of one record costs otherwise).",
     )
+    malloc_arenas: int = _setting(
+        2,
+        "Most glibc malloc arenas the server process uses (glibc's own default is 8 per core). More lets threads allocate native memory (SQLite, search, password hashing) side by side at the cost of RSS: each arena keeps what it freed. `MALLOC_ARENA_MAX` in the environment overrides it.",
+    )
+    memory_release_seconds: float = _setting(
+        10.0,
+        "Every this many seconds the server hands the memory malloc holds free back to the system (`malloc_trim`, a few milliseconds); 0 never does.",
+    )
     strict_validation: bool = _setting(
         False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."
     )

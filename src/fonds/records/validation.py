@@ -175,17 +175,31 @@ def fast_validators(schemas: SchemaSet, uri_type: Callable[[str], str | None], v
     def retrieve(uri: str) -> dict:
         return schemas[uri.rsplit("/", 1)[-1]]
 
-    return {
-        name: jsonschema_rs.Draft202012Validator(
-            schema,
+    def compile(name: str):
+        return jsonschema_rs.Draft202012Validator(
+            schemas[name],
             base_uri=f"{SCHEMA_BASE}{name}",
             retriever=retrieve,
             keywords={"x-enum": EnumKeyword, "x-ref": RefKeyword},
             validate_formats=True,
             formats={"date": _check_iso_date},
         )
-        for name, schema in schemas.schemas.items()
-    }
+
+    return CompiledOnFirstUse(compile)
+
+
+class CompiledOnFirstUse(dict):
+    """Validators by type name, each compiled when first asked for: a compiled schema holds every
+    schema it refers to expanded in place (an agent's ~5 MB, all types' ~35 MB), so types a
+    deployment never writes cost nothing. Two threads compiling the same type at once is harmless."""
+
+    def __init__(self, compile: Callable[[str], object]):
+        super().__init__()
+        self._compile = compile
+
+    def __missing__(self, name: str):
+        compiled = self[name] = self._compile(name)
+        return compiled
 
 
 class RecordValidator:

@@ -1,0 +1,24 @@
+"""The application's life: what it runs beside the requests while it serves."""
+
+import time
+
+import pytest
+
+from fonds.model import REGISTRY
+from tests.factories import collection_path
+
+
+@pytest.fixture
+def settings_overrides() -> dict:
+    # Far more often than the default 10 s, so that releases fall among the requests below.
+    return {"memory_release_seconds": 0.005}
+
+
+def test_requests_are_answered_while_the_server_hands_free_memory_back(api, repo):
+    accession = REGISTRY["accession"]
+    created = []
+    for n in range(20):
+        created.append(api.create(collection_path(accession, repo), {**api.minimal(accession, repo), "title": f"Kept {n}"})["uri"])
+        time.sleep(0.005)  # lets a release run between requests
+    titles = [api.get(uri).json()["title"] for uri in created]
+    assert titles == [f"Kept {n}" for n in range(20)]
