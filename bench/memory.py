@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
             report(f"at rest after loading ({RELEASE_WAIT + 1} s after, past a memory release)", pid)
             login = bench.run_scenario(LOGIN, {"username": "admin", "password": bench.password, "token": None}, args.clients)
             report(
-                f"{args.clients} concurrent logins ({login.get('throughput_rps')} req/s, {login.get('errors')} errors)",
+                f"{args.clients} concurrent logins ({login.get('throughput_rps')} req/s, {login.get('server_cpu_ms_per_request')} ms CPU each, {login.get('errors')} errors)",
                 pid,
                 MB * login["rss_peak_mb"],
             )
@@ -82,7 +82,11 @@ def main(argv: list[str] | None = None) -> None:
             for scenario in read_scenarios(bench.targets()):
                 figures = bench.run_scenario(scenario, {"requests": [{"path": scenario.path}]}, args.clients)
                 peak = max(peak, figures.get("rss_peak_mb", 0))
-                print(f"  {scenario.label}: {figures.get('throughput_rps')} req/s, peak {figures.get('rss_peak_mb')} MB", flush=True)
+                print(
+                    f"  {scenario.label}: {figures.get('throughput_rps')} req/s, {figures.get('server_cpu_ms_per_request')} ms CPU each,"
+                    f" peak {figures.get('rss_peak_mb')} MB",
+                    flush=True,
+                )
             report(f"after the read scenarios with {args.clients} clients", pid, MB * peak)
         finally:
             bench.close()

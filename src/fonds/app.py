@@ -76,8 +76,8 @@ def open_services(settings: Settings) -> AppServices:
 
 
 async def _release_memory(every: float) -> None:
-    """What malloc freed in the middle of its arenas (the indexer's batches, a page of 250
-    records) stays in RSS until trimmed; a worker of its own, so the event loop never waits."""
+    """What malloc freed in its arenas (the indexer's batches, a page of 250 records, a password
+    hash) stays in RSS until trimmed; trimmed on a thread, so the event loop never waits."""
     if not every:
         return
     while True:
@@ -102,6 +102,8 @@ def create_app(settings: Settings) -> FondsApp:
         # Start-up owns migration, bootstrap and the search indexer (with its writer lock);
         # shut-down stops the indexer before the database goes.
         services = await run_in_threadpool(open_services, settings)
+        # Start-up's garbage (migrations, the admin's password hash, schemas) goes back at once.
+        allocator.release_free_memory()
         # No more request threads than pooled connections (and fewer threads fighting over two cores).
         anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
         app.state.fonds = services
