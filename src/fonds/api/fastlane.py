@@ -104,7 +104,7 @@ class RecordRead:
         if generation_seen is None:
             return False
         try:
-            found = await run_quick(services.quick, True, services.quick.row, self.sql, params)
+            found = await services.quick.row_soon(self.sql, params)
         except Busy:
             return False
         if found is None or found[0] != generation_seen:
