@@ -89,7 +89,7 @@ class QuickReads:
         if conn is None:
             return await asyncio.get_running_loop().run_in_executor(self.executor, self.row, sql, params)
         try:
-            rows = await (await conn.execute(self._dialect_sql(sql), params)).fetchall()
+            rows = await (await conn.execute(self._dialect_sql(sql), params, binary=True)).fetchall()
         except BaseException as exc:  # cancelled mid-statement too: the connection's state is unknown
             self._async_open -= 1
             await conn.close()
@@ -138,7 +138,9 @@ class QuickReads:
 
     def _all(self, conn, sql: str, params: tuple) -> list[tuple]:
         # fetchall, not fetchone: the statement runs to its end, so no snapshot stays open.
-        return conn.execute(self._dialect_sql(sql), params).fetchall()
+        if self.kind == "postgresql":
+            return conn.execute(self._dialect_sql(sql), params, binary=True).fetchall()
+        return conn.execute(sql, params).fetchall()
 
     def _with_connection(self, use: Callable[[object], T]) -> T:
         try:
