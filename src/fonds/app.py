@@ -27,7 +27,7 @@ from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
 from fonds.search.engine import SearchEngine
 from fonds.storage import counts, migrate
-from fonds.storage.db import REQUEST_THREADS, Database
+from fonds.storage.db import REQUEST_THREADS, Database, backend_name
 from fonds.storage.quick import QuickReads
 
 log = logging.getLogger("fonds")
@@ -127,7 +127,7 @@ def create_app(settings: Settings) -> FondsApp:
         register_record_routes(app.router, record_type)
     trees.register(app.router, REGISTRY)
     lookups.register(app.router, REGISTRY)
-    app.fast_lane = FastLane.build(app, app.router.routes, REGISTRY)
+    app.fast_lane = FastLane.build(app, app.router.routes, REGISTRY, backend_name(settings.effective_database_url))
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(openapi.build(app, app.state.fonds.records.schemas.schemas, REGISTRY)) or spec
     # Added innermost first: CacheControl(CatchAll(RefuseNul(routes))); sessions are checked per route.

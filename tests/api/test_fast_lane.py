@@ -3,9 +3,15 @@ the ordinary path does, and leave every other answer (errors, stale sessions) to
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
+from fonds.api.fastlane import FastLane
+from fonds.model import REGISTRY
 from tests.factories import Api, make_user, new_client, running_app
+from tests.records.helpers import make_ao, update
+from tests.records.test_agents import PEOPLE, person
+from tests.records.test_events import event_body, events_path
 
 HEADERS = ("content-type", "content-length", "cache-control")
 
@@ -16,6 +22,21 @@ def ordinary(settings):
     with running_app(settings) as app:
         app.fast_lane = None
         yield Api.login(new_client(app))
+
+
+@pytest.fixture
+def lane_answers(app, monkeypatch) -> list[str]:
+    """The paths of the requests the lane answered itself."""
+    answered, lane = [], app.fast_lane
+
+    async def noting(scope, receive, send) -> bool:
+        done = await FastLane.answered(lane, scope, receive, send)
+        if done:
+            answered.append(scope["path"])
+        return done
+
+    monkeypatch.setattr(lane, "answered", noting)
+    return answered
 
 
 @pytest.fixture
@@ -87,3 +108,41 @@ def test_a_read_sees_the_latest_write(api, accessions):
     assert api.get(accessions[0]).json()["title"] == "Changed"
     assert api.delete(accessions[0]).status_code == 200
     assert api.get(accessions[0]).status_code == 404
+
+
+@pytest.mark.parametrize("type_name", ["accession", "resource"])
+def test_linked_events_are_read_by_the_lane_as_the_ordinary_path_reads_them(api, ordinary, repo, lane_answers, type_name):
+    agent = api.create(PEOPLE, person(primary_name="Processor"))["uri"]
+    unlinked, once, often, other = (api.create_minimal(REGISTRY[type_name], repo)["uri"] for _ in range(4))
+    stamp = {"timestamp": "2024-01-01T00:00:00Z"}
+    first = api.create(events_path(repo), event_body(agent, often, **stamp))["uri"]
+    second = api.create(events_path(repo), event_body(agent, once, often, **stamp))["uri"]
+    # Linking one record twice lists the event once.
+    twice = event_body(agent, often, **stamp)
+    twice["linked_records"].append({"ref": often, "role": "outcome"})
+    third = api.create(events_path(repo), twice)["uri"]
+    gone = api.create(events_path(repo), event_body(agent, often, other, **stamp))["uri"]
+    assert api.delete(gone).status_code == 200
+    # The first event links `once` after the second did: events are listed oldest first all the same.
+    assert update(api, first, linked_records=[{"ref": often, "role": "source"}, {"ref": once, "role": "source"}]).status_code == 200
+    expected = {unlinked: [], once: [first, second], often: [first, second, third], other: []}
+    lane_answers.clear()
+    for uri, events in expected.items():
+        answer = orjson.loads(same_answer(api, ordinary, uri))
+        assert [event["ref"] for event in answer["linked_events"]] == events
+    listing = f"/repositories/{repo}/{REGISTRY[type_name].path}"
+    page = orjson.loads(same_answer(api, ordinary, listing, page=1, page_size=3))
+    assert [record["linked_events"] for record in page["results"]] == [
+        [],
+        [{"ref": first}, {"ref": second}],
+        [{"ref": u} for u in expected[often]],
+    ]
+    same_answer(api, ordinary, listing, page=2, page_size=3)
+    assert lane_answers == [*expected, listing, listing]
+
+
+def test_tree_nodes_are_left_to_the_ordinary_path(api, ordinary, repo, lane_answers):
+    resource = api.create_minimal(REGISTRY["resource"], repo)["uri"]
+    component = make_ao(api, repo, "Box 1", resource=resource)["uri"]
+    same_answer(api, ordinary, component)
+    assert lane_answers == []

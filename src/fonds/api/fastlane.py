@@ -2,11 +2,12 @@
 router and thread pool, when everything it needs is at hand.
 
 It answers only the plain success: a session the cache may serve, its permission held, the
-record's stored JSON read together with the auth generation in one statement (on the event
+record's stored JSON and its read-time fields (`fonds.records.plain`) read together with the
+auth generation in one statement (on the event
 loop with SQLite, whose readers never wait for a writer in WAL mode; in one thread-pool hop and
 one round trip with PostgreSQL) and the generation unchanged since the session was cached.
 Anything else — no or unknown token, a stale cache entry, a denied permission, a missing record,
-query parameters, a type whose reads compute fields —
+query parameters, a type whose read-time fields only Python computes (tree nodes, agents) —
 goes down the ordinary path, which gives the same answers as without the lane (412, 403, 404,
 400, `resolve[]`). The lane therefore changes no behaviour, only the cost of the common case.
 
@@ -34,7 +35,7 @@ from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import cached_user
 from fonds.errors import FondsError
 from fonds.records.pages import MAX_INTEGER, QuickPage, locate, page_json, quick_page
-from fonds.records.plain import json_by_id_sql
+from fonds.records.plain import StoredAnswer, by_id_sql, stored_answer
 from fonds.records.registry import Registry
 from fonds.storage import counts
 from fonds.storage.quick import Busy
@@ -88,11 +89,12 @@ async def run_quick(quick, inline: bool, work, *args):
 
 @dataclass(frozen=True)
 class RecordRead:
-    """GET one record of a type whose stored JSON is the answer."""
+    """GET one record of a type whose answer one statement reads."""
 
     permission: str
     repo_scoped: bool
     sql: str
+    answer: StoredAnswer
 
     async def __call__(self, services, scope: Scope, send: Send, ints: list[int]) -> bool:
         if scope["query_string"] or not services.quick.available:
@@ -102,19 +104,22 @@ class RecordRead:
         if generation_seen is None:
             return False
         try:
-            found = await run_quick(services.quick, True, services.quick.row, self.sql, params)
+            found = await services.quick.row_soon(self.sql, params)
         except Busy:
             return False
-        if found is None or found[0] != generation_seen or found[1] is None:
+        if found is None or found[0] != generation_seen:
             return False
-        await send_json(send, found[1])
+        body = self.answer.body(found[1:])
+        if body is None:
+            return False
+        await send_json(send, body)
         return True
 
 
 @dataclass(frozen=True)
 class ListPage:
-    """GET a page of a listing (`page`, `page_size`; no `resolve[]`) of a type whose stored JSON
-    is the answer and whose block counts describe its listings."""
+    """GET a page of a listing (`page`, `page_size`; no `resolve[]`) of a type whose answers one
+    statement reads and whose block counts describe its listings."""
 
     permission: str
     type_name: str
@@ -142,7 +147,10 @@ class ListPage:
             return False
         if found is None or found[0] != generation_seen:
             return False
-        await send_json(send, page_json(page.number, page.size, found[1], found[2]))
+        bodies = [self.sql.answer.body(row) for row in found[2]]
+        if None in bodies:
+            return False
+        await send_json(send, page_json(page.number, page.size, found[1], bodies))
         return True
 
     def _reader(self, repo_id: int | None, page):
@@ -160,7 +168,7 @@ class ListPage:
             else:
                 first_id = start[0] * counts.BLOCK
                 rows = query(self.sql.page, ((repo_id,) if self.repo_scoped else ()) + (first_id, page.size, start[1]))
-            return generation_now, sum(n for _, n in blocks), [row[0] for row in rows]
+            return generation_now, sum(n for _, n in blocks), rows
 
         return read
 
@@ -170,19 +178,19 @@ class FastLane:
         self.app, self.handlers = app, handlers
 
     @staticmethod
-    def build(app, routes: Iterable[BaseRoute], registry: Registry) -> FastLane:
+    def build(app, routes: Iterable[BaseRoute], registry: Registry, dialect: str) -> FastLane:
         routes = list(routes)
         by_name = {getattr(route, "name", None): route for route in routes}
         handlers: dict[tuple, Handler] = {}
         for record_type in registry:
-            record_sql = json_by_id_sql(record_type)
+            answer = stored_answer(record_type, dialect)
             route = by_name.get(f"read_{record_type.name}")
-            if record_sql is None or route is None or not _first_match(routes, route):
+            if answer is None or route is None or not _first_match(routes, route):
                 continue
-            sql = f"SELECT ({generation.SUBQUERY}), ({record_sql})"
-            handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql)
+            sql = by_id_sql(record_type, answer, f"({generation.SUBQUERY})")
+            handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql, answer)
         for record_type in registry:
-            page_sql = quick_page(record_type)
+            page_sql = quick_page(record_type, dialect)
             route = by_name.get(f"list_{record_type.name}")
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue

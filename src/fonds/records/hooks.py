@@ -101,3 +101,9 @@ class Hooks:
     def read_extras(self, conn: Connection, rows: list[Row]) -> list[dict] | None:
         """Fields computed at read time and spliced into the stored JSON (None: nothing)."""
         return None
+
+    def read_sql(self, dialect: str, row: str) -> dict[str, str] | None:
+        """The fields of `read_extras` as SQL on `dialect` (None: not expressible): each a scalar
+        subquery correlated on the record's row (table alias `row`) yielding the JSON text that
+        `read_extras` gives, so one statement reads a whole answer (`fonds.records.plain`)."""
+        return None

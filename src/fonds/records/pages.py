@@ -15,7 +15,7 @@ import orjson
 from sqlalchemy import Connection, Table, func, literal_column, select, text
 
 from fonds.records.hooks import Hooks
-from fonds.records.plain import stored_json_is_the_answer
+from fonds.records.plain import ROW, StoredAnswer, stored_answer
 from fonds.records.registry import RecordType
 from fonds.storage import counts
 
@@ -73,22 +73,27 @@ def page_json(number: int, size: int, total: int, bodies: list[bytes]) -> bytes:
 
 @dataclass(frozen=True)
 class QuickPage:
-    """Raw statements for a listing page of a type whose stored JSON is the answer (the API's
+    """Raw statements for a listing page of a type whose answers one statement reads (the API's
     fast lane): the blocks (type name, repository id or 0) and the page (repository id for
-    repository-scoped types, the first id of the block, size, how many to skip)."""
+    repository-scoped types, the first id of the block, size, how many to skip), whose rows
+    `answer` turns into the records' answers."""
 
     blocks: str
     page: str
+    answer: StoredAnswer
 
 
-def quick_page(record_type: RecordType) -> QuickPage | None:
-    """None when the type's listings hide rows or its reads compute fields."""
-    if not stored_json_is_the_answer(record_type) or type(record_type.hooks).list_filter is not Hooks.list_filter:
+def quick_page(record_type: RecordType, dialect: str) -> QuickPage | None:
+    """None when the type's listings hide rows or its reads need Python."""
+    answer = stored_answer(record_type, dialect)
+    if answer is None or type(record_type.hooks).list_filter is not Hooks.list_filter:
         return None
     name, scoped = record_type.name, "repo_id = ? AND " if record_type.repo_scoped else ""
+    ids = f'SELECT id FROM "{name}" WHERE {scoped}id >= ? ORDER BY id LIMIT ? OFFSET ?'
     return QuickPage(
         blocks="SELECT bucket, n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0 ORDER BY bucket",
-        page=f'SELECT json FROM "{name}" WHERE id IN (SELECT id FROM "{name}" WHERE {scoped}id >= ? ORDER BY id LIMIT ? OFFSET ?) ORDER BY id',
+        page=f'SELECT {answer.columns} FROM "{name}" {ROW} WHERE {ROW}.id IN ({ids}) ORDER BY {ROW}.id',
+        answer=answer,
     )
 
 

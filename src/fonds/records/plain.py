@@ -1,25 +1,68 @@
-"""Which types a read serves straight from the stored JSON, and the SQL that fetches it.
+"""A record's answer is its stored JSON bytes with the fields its type computes at read time
+spliced in, unparsed: read fields are never stored (`Hooks.read_fields`), so no key repeats.
 
-A type whose hooks add nothing at read time (no computed fields, no hidden rows) and that is
-not a tree node (position and ancestors are computed) answers a GET with its stored JSON bytes
-exactly as written: the API's fast lane fetches them with one statement."""
+A type whose hooks state those fields in SQL too (`Hooks.read_sql`; a type without `read_extras`
+has none), that hides no rows and that is not a tree node (position and ancestors are computed
+in Python) has its answer read by one statement: the API's fast lane runs it."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
 
 from fonds.records.hooks import Hooks
 from fonds.records.registry import RecordType
 
+# The alias of the record's table in the statements below; `Hooks.read_sql` correlates on it.
+ROW = "r"
 
-def stored_json_is_the_answer(record_type: RecordType) -> bool:
+
+def splice_fields(body: bytes, fields: bytes) -> bytes:
+    """Insert `fields` (`"name":value,…`, JSON text without braces) first into an object's JSON."""
+    if not fields:
+        return body
+    return b"{" + fields + (b"," + body[1:] if len(body) > 2 else b"}")
+
+
+def splice(body: bytes, extra: dict | None) -> bytes:
+    """Insert computed fields into stored JSON bytes without parsing them."""
+    return splice_fields(body, orjson.dumps(extra)[1:-1]) if extra else body
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """What a statement selects for a record's answer: `columns` (its stored JSON, then the JSON
+    text of each read field) over the record's table aliased ROW, and how they join."""
+
+    columns: str
+    # `"name":` of each read field, in the order of `columns`.
+    names: tuple[bytes, ...]
+
+    def body(self, values: Sequence) -> bytes | None:
+        """The answer from the values of `columns` (None when one is missing)."""
+        stored, fields = values[0], values[1:]
+        if stored is None or None in fields:
+            return None
+        return splice_fields(stored, b",".join(name + value.encode() for name, value in zip(self.names, fields)))
+
+
+def stored_answer(record_type: RecordType, dialect: str) -> StoredAnswer | None:
+    """How one statement reads the type's answers on `dialect`, or None when a read needs Python."""
     hooks = type(record_type.hooks)
     tree = record_type.tree
-    return hooks.read_extras is Hooks.read_extras and hooks.hidden is Hooks.hidden and (tree is None or tree.node != record_type.name)
-
-
-def json_by_id_sql(record_type: RecordType) -> str | None:
-    """A scalar subquery (parameters: id, then repository id for repository-scoped types)
-    selecting the record's stored JSON, or None when the type's reads need more than that."""
-    if not stored_json_is_the_answer(record_type):
+    if hooks.hidden is not Hooks.hidden or (tree is not None and tree.node == record_type.name):
         return None
-    scoped = " AND repo_id = ?" if record_type.repo_scoped else ""
-    return f'SELECT json FROM "{record_type.name}" WHERE id = ?{scoped}'
+    fields = {} if hooks.read_extras is Hooks.read_extras else record_type.hooks.read_sql(dialect, ROW)
+    if fields is None:
+        return None
+    columns = ", ".join([f"{ROW}.json", *(f"({sql})" for sql in fields.values())])
+    return StoredAnswer(columns, tuple(orjson.dumps(name) + b":" for name in fields))
+
+
+def by_id_sql(record_type: RecordType, answer: StoredAnswer, first: str) -> str:
+    """A statement selecting `first` (SQL), then `answer.columns` of one record (parameters: its id,
+    then the repository id for repository-scoped types): no row when it is missing."""
+    scoped = f" AND {ROW}.repo_id = ?" if record_type.repo_scoped else ""
+    return f'SELECT {first}, {answer.columns} FROM "{record_type.name}" {ROW} WHERE {ROW}.id = ?{scoped}'

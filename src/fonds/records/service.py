@@ -17,6 +17,7 @@ from fonds.records import deletion, pages, refs, uniqueness
 from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.hooks import WriteContext
+from fonds.records.plain import splice
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
 from fonds.records.trees import node_fields
@@ -56,14 +57,6 @@ def parse_body(body: bytes) -> dict:
         raise BadRequest(f"Had some trouble parsing your request: expected a JSON object, got {type(doc).__name__}")
     check_structure(doc)
     return doc
-
-
-def splice(body: bytes, extra: dict | None) -> bytes:
-    """Insert computed fields into stored JSON bytes without parsing them."""
-    if not extra:
-        return body
-    head = orjson.dumps(extra)[:-1]
-    return head + (b"," + body[1:] if len(body) > 2 else b"}")
 
 
 class RecordService:

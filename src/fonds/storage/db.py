@@ -24,6 +24,11 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+def backend_name(url: str) -> str:
+    """`sqlite` or `postgresql`."""
+    return make_url(normalise_url(url)).get_backend_name()
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
@@ -54,7 +59,7 @@ class Database:
     def __init__(self, url: str, metadata: MetaData):
         self.url = normalise_url(url)
         self.metadata = metadata
-        self.kind = make_url(self.url).get_backend_name()
+        self.kind = backend_name(self.url)
         if self.kind == "sqlite":
             self.engine = create_engine(self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, hide_parameters=True)
             _configure_sqlite(self.engine)

@@ -8,11 +8,14 @@ one implicit transaction (autocommit), so it sees one snapshot without BEGIN/COM
 On SQLite readers in WAL mode never wait for writers, so such a read does not block and may run
 on the event loop itself. The connections have no busy timeout: in the rare moments SQLite
 makes a reader wait (WAL recovery) the read raises `Busy` at once and the caller takes the
-ordinary path in a thread. On PostgreSQL a read waits on the network (`blocking`): the caller
-runs it in a thread, one round trip on an autocommit connection kept here."""
+ordinary path in a thread. On PostgreSQL a read waits on the network (`blocking`): one statement
+runs on the event loop over an asynchronous connection (`row_soon`: no thread hop, no handing
+the GIL back and forth between threads), several in a thread; either way one round trip per
+statement on an autocommit connection kept here."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections import deque
 from collections.abc import Callable
@@ -46,6 +49,9 @@ class QuickReads:
             parsed.database if self.kind == "sqlite" else parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         )
         self._idle: deque = deque()
+        # PostgreSQL's asynchronous connections, each with the event loop it serves; at most KEEP.
+        self._idle_async: deque = deque()
+        self._async_open = 0
         self._sql: dict[str, str] = {}
         # PostgreSQL reads run on these threads (a plain executor costs less per hop than
         # anyio's), which also bounds the connections kept here to KEEP.
@@ -74,6 +80,46 @@ class QuickReads:
         rows = self._with_connection(lambda conn: self._all(conn, sql, params))
         return rows[0] if rows else None
 
+    async def row_soon(self, sql: str, params: tuple) -> tuple | None:
+        """`row` without blocking the event loop: on it with SQLite, over an asynchronous
+        connection with PostgreSQL (in a thread while KEEP of them are busy)."""
+        if not self.blocking:
+            return self.row(sql, params)
+        conn = await self._async_connection()
+        if conn is None:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, self.row, sql, params)
+        try:
+            rows = await (await conn.execute(self._dialect_sql(sql), params, binary=True)).fetchall()
+        except BaseException as exc:  # cancelled mid-statement too: the connection's state is unknown
+            self._async_open -= 1
+            await conn.close()
+            if _lost_connection(exc):
+                raise Busy() from None
+            raise
+        self._idle_async.append((asyncio.get_running_loop(), conn))
+        return rows[0] if rows else None
+
+    async def _async_connection(self):
+        """An idle asynchronous connection of this event loop, a new one, or None at KEEP."""
+        import psycopg
+
+        loop = asyncio.get_running_loop()
+        while self._idle_async:
+            made_for, conn = self._idle_async.pop()
+            if made_for is loop:
+                return conn
+            # Another (finished) event loop's, as a test client's: its connections cannot serve this one.
+            self._async_open -= 1
+            await conn.close()
+        if self._async_open >= KEEP:
+            return None
+        self._async_open += 1
+        try:
+            return await psycopg.AsyncConnection.connect(self._target, autocommit=True)
+        except BaseException:
+            self._async_open -= 1
+            raise
+
     def snapshot(self, work: Callable[[Query], T]) -> T:
         """`work(query)` where `query(sql, params)` returns all rows: its statements in one read
         transaction, so they see one state of the database."""
@@ -92,7 +138,9 @@ class QuickReads:
 
     def _all(self, conn, sql: str, params: tuple) -> list[tuple]:
         # fetchall, not fetchone: the statement runs to its end, so no snapshot stays open.
-        return conn.execute(self._dialect_sql(sql), params).fetchall()
+        if self.kind == "postgresql":
+            return conn.execute(self._dialect_sql(sql), params, binary=True).fetchall()
+        return conn.execute(sql, params).fetchall()
 
     def _with_connection(self, use: Callable[[object], T]) -> T:
         try:
@@ -122,6 +170,9 @@ class QuickReads:
             self.executor.shutdown(wait=True)
         while self._idle:
             self._idle.pop().close()
+        while self._idle_async:
+            _, conn = self._idle_async.pop()
+            conn.pgconn.finish()  # what its (asynchronous) close does, without an event loop
 
 
 def _lost_connection(exc: Exception) -> bool:

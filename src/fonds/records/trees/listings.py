@@ -11,7 +11,7 @@ import orjson
 from sqlalchemy import select
 
 from fonds.errors import BadRequest
-from fonds.records.service import splice
+from fonds.records.plain import splice
 from fonds.records.trees import decorations, hierarchy, node_fields
 from fonds.records.trees.views import LargeTree, node_in
 from fonds.storage import records as store

@@ -38,7 +38,7 @@ from fonds.records.search_spec import (
 )
 from fonds.records.trees.decorations import ArchivalTreeViews
 from fonds.records.types.container_links import node_container_dependents, resource_container_dependents
-from fonds.records.types.events import linked_events
+from fonds.records.types.events import linked_events, linked_events_sql
 from fonds.storage.tables import ColumnSpec
 
 IDENTIFIER_PARTS = ("id_0", "id_1", "id_2", "id_3")
@@ -109,6 +109,9 @@ class ArchivalHooks(Hooks):
 
     def read_extras(self, conn, rows):
         return linked_events(conn, self.type_name, [row.id for row in rows])
+
+    def read_sql(self, dialect, row):
+        return {"linked_events": linked_events_sql(dialect, self.type_name, row)}
 
 
 class AccessionHooks(ArchivalHooks):

@@ -64,6 +64,22 @@ def linked_events(conn, record_type: str, ids: list[int]) -> list[dict]:
     return [{"linked_events": found.get(i, [])} for i in ids]
 
 
+def linked_events_sql(dialect: str, record_type: str, row: str) -> str:
+    """`linked_events` of the record of `record_type` whose row is aliased `row`, as a scalar
+    subquery yielding the JSON text `linked_events` gives (refs hold digits only: nothing to escape)."""
+    ref = """'{"ref":"/repositories/' || e.repo_id || '/events/' || e.id || '"}'"""
+    linking = (
+        f"SELECT source_id FROM record_link WHERE source_type = '{EVENT}' AND target_type = '{record_type}'"
+        f" AND target_id = {row}.id AND field = '{LINKED_RECORDS}'"
+    )
+    events = f'FROM "{EVENT}" e WHERE e.id IN ({linking})'
+    if dialect == "postgresql":
+        return f"SELECT '[' || coalesce(string_agg({ref}, ',' ORDER BY e.id), '') || ']' {events}"
+    # SQLite (before 3.44) has no ORDER BY in aggregates: group_concat takes the rows in the
+    # order its input gives them, ordered by a subquery that LIMIT -1 (none) keeps ordered.
+    return f"SELECT '[' || coalesce(group_concat(ref, ','), '') || ']' FROM (SELECT {ref} AS ref {events} ORDER BY e.id LIMIT -1)"
+
+
 def _linked_record_uris(doc: dict, _) -> list[str]:
     return [r["ref"] for r in doc.get("linked_records", []) if r.get("ref")]
 
