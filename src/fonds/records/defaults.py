@@ -48,15 +48,37 @@ class Defaults:
         return doc != before
 
     def _fill_object(self, schema: dict, doc: dict, skip: frozenset = frozenset()) -> None:
-        for key, definition in schema.get("properties", {}).items():
+        fills, descents = self._plan(schema)
+        for key, definition in descents:
             if key in doc:
                 self._descend(definition, doc[key])
-            elif key in skip or definition.get("readOnly"):
-                continue
-            elif "default" in definition:
-                doc[key] = _copy(definition["default"])
-            elif definition.get("type") == "array":
-                doc[key] = []
+        for key, default in fills:
+            if key not in doc and key not in skip:
+                doc[key] = _copy(default)
+
+    def _plan(self, schema: dict) -> tuple[list[tuple[str, object]], list[tuple[str, dict]]]:
+        """An object schema's work, worked out once: the properties filled when absent (with their
+        default, or `[]`), in schema order, and those whose present value may hold subrecords to fill."""
+        plans = self.__dict__.setdefault("plans", {})
+        if id(schema) not in plans:
+            fills, descents = [], []
+            for key, definition in schema.get("properties", {}).items():
+                if definition.get("readOnly"):
+                    continue
+                if "default" in definition:
+                    fills.append((key, definition["default"]))
+                elif definition.get("type") == "array":
+                    fills.append((key, []))
+                if self._may_hold_subrecords(definition):
+                    descents.append((key, definition))
+            plans[id(schema)] = (fills, descents)
+        return plans[id(schema)]
+
+    def _may_hold_subrecords(self, definition: dict) -> bool:
+        if "oneOf" in definition:
+            return True
+        definition = self.schemas.deref(definition)
+        return "properties" in definition or "items" in definition
 
     def _descend(self, definition: dict, value) -> None:
         if definition.get("readOnly"):
