@@ -30,8 +30,8 @@ class Defaults:
     def keep_service_values(self, name: str, doc: dict, existing: dict | None, *, skip=()) -> None:
         """Read-only properties with a default, and read-only arrays, that the type's hooks did not
         set: the stored value on update, the default (or `[]`) on create."""
-        for key, definition in self.schemas[name]["properties"].items():
-            if not definition.get("readOnly") or key in doc or key in skip:
+        for key, definition in self._read_only(name):
+            if key in doc or key in skip:
                 continue
             if existing and key in existing:
                 doc[key] = existing[key]
@@ -39,6 +39,13 @@ class Defaults:
                 doc[key] = _copy(definition["default"])
             elif definition.get("type") == "array":
                 doc[key] = []
+
+    def _read_only(self, name: str) -> list[tuple[str, dict]]:
+        """The read-only properties of a record type, in schema order (worked out once)."""
+        known = self.__dict__.setdefault("read_only", {})
+        if name not in known:
+            known[name] = [(key, d) for key, d in self.schemas[name]["properties"].items() if d.get("readOnly")]
+        return known[name]
 
     def fill_stored(self, name: str, doc: dict, *, skip=()) -> bool:
         """Fill a record stored before defaults were filled on write; True if it changed."""
@@ -97,5 +104,7 @@ class Defaults:
 
 
 def _copy(value):
-    # Defaults are mostly flags and strings; only a list or object default needs its own copy.
+    # Defaults are mostly flags, strings and empty lists; only a list or object default needs its own copy.
+    if value == []:
+        return []
     return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
