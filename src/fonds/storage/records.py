@@ -114,17 +114,32 @@ def advance_sequence(conn: Connection, table: Table) -> None:
 def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list[tuple]) -> dict[tuple, int]:
     """{values: id} of the stored rows holding any of `values` in `columns`. Grouped by the
     leading columns (`repo_id = ? AND identifier IN (…)`), which lets SQLite search the unique
-    index on both; it scans the first column's range for a row-value IN list."""
-    *leading, last = (table.c[name] for name in columns)
+    index on both; it scans the first column's range for a row-value IN list. A batch checks
+    a group per tree at each of its writes, so the statements go straight to the driver."""
+    *leading, last = columns
     groups: dict[tuple, list] = {}
     for value in values:
         groups.setdefault(tuple(value[:-1]), []).append(value[-1])
+    quote, mark = conn.dialect.identifier_preparer.quote, "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    head = f"SELECT id, {quote(last)} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in leading)
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
-        where = [column == v for column, v in zip(leading, prefix)]
-        rows = select_in(conn, lambda chunk, where=where: select(table.c.id, last).where(*where, last.in_(chunk)), lasts)
-        found.update(((*prefix, row[1]), row[0]) for row in rows)
+        for chunk in chunked(lasts):
+            rows = _driver_rows(conn, f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
+            found.update(((*prefix, row[1]), row[0]) for row in rows)
     return found
+
+
+def _driver_rows(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
+    """The rows of one statement run on the driver's cursor (errors as SQLAlchemy's)."""
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(statement, parameters)
+        return cursor.fetchall()
+    except conn.dialect.loaded_dbapi.Error as error:
+        raise DBAPIError.instance(statement, parameters, error, conn.dialect.loaded_dbapi.Error) from error
+    finally:
+        cursor.close()
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
