@@ -123,31 +123,41 @@ def creation_order(entries: list[Entry]) -> list[Entry]:
     return [entries[i] for i in order]
 
 
-class _CollectorPause:
-    """Python's cyclic garbage collector off while any batch import runs in the process. A batch
-    holds its records (millions of objects) until it is written, and each full collection walks
-    them all: about a sixth of a large import's time, for records that hold no cycles."""
+class BulkImports:
+    """The batch imports running in this process. While any runs, Python's cyclic garbage
+    collector is off: a batch holds its records (millions of objects) until it is written, and
+    each full collection walks them all (about a sixth of a large import's time, for records that
+    hold no cycles). And the search indexer of the process waits (`wait_until_none`) rather than
+    contend with the import for the interpreter: it catches up once the import is done."""
 
     def __init__(self):
-        self.lock, self.running, self.was_enabled = threading.Lock(), 0, False
+        self.changed = threading.Condition()
+        self.running, self.collector_was_enabled = 0, False
 
     @contextmanager
-    def during(self) -> Iterator[None]:
-        with self.lock:
+    def one(self) -> Iterator[None]:
+        with self.changed:
             if self.running == 0:
-                self.was_enabled = gc.isenabled()
+                self.collector_was_enabled = gc.isenabled()
                 gc.disable()
             self.running += 1
         try:
             yield
         finally:
-            with self.lock:
+            with self.changed:
                 self.running -= 1
-                if self.running == 0 and self.was_enabled:
-                    gc.enable()
+                if self.running == 0:
+                    if self.collector_was_enabled:
+                        gc.enable()
+                    self.changed.notify_all()
+
+    def wait_until_none(self, timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until no import runs; True if none runs."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.running == 0, timeout)
 
 
-_collector = _CollectorPause()
+BULK_IMPORTS = BulkImports()
 
 
 def import_batch(
@@ -156,7 +166,7 @@ def import_batch(
     """Create every record in the caller's transaction as one batch; returns {temporary URI: [URI, id]}.
 
     Ids are allocated first, so every temporary ref is replaced before any record is validated."""
-    with _collector.during():
+    with BULK_IMPORTS.one():
         return _import(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
 
 
