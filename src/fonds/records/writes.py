@@ -25,7 +25,7 @@ from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, UniqueKey
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
-from fonds.storage import change_log
+from fonds.storage import change_log, counts
 from fonds.storage import records as store
 from fonds.storage.chunks import select_in
 
@@ -203,7 +203,7 @@ class Batch:
         for name, members in by_type.items():
             table = self.tables[name]
             try:
-                store.insert_rows(self.conn, table, [derived.row for derived in members])
+                counts.insert_counted(self.conn, table, [derived.row for derived in members], store.insert_rows)
             except IntegrityError as error:
                 raise _unique_race(self.registry[name], members, error) from None
             if any(derived.item.fixed for derived in members):
