@@ -110,3 +110,25 @@ def test_fonds_import_reads_json_lines_and_reports_the_mapping(app, api, repo, s
     again = run_cli(settings, "import", str(lines), "--repository", str(repo))
     assert again.exit_code == 1 and "Nothing imported" in again.output  # the resource identifier is taken now
     assert count(api, f"/repositories/{repo}/archival_objects") == 2
+
+
+def test_temporary_uris_that_look_like_created_ones_are_each_replaced_once(api, repo):
+    """Temporary URIs naming the ids the batch's records get, swapped: each ref still ends at the
+    record that had its temporary URI (never replaced twice)."""
+    path = f"/repositories/{repo}/batch_imports"
+    probe = api.post(path, json=[{"jsonmodel_type": "subject", "uri": "/subjects/probe", "title": "Probe", "source": "local", "terms": []}])
+    next_id = probe.json()[-1]["saved"]["/subjects/probe"][1] + 1
+    first, second = f"/subjects/{next_id + 1}", f"/subjects/{next_id}"  # the ids the two subjects get, swapped
+    records = [
+        {"jsonmodel_type": "subject", "uri": first, "title": "First", "source": "local", "terms": []},
+        {"jsonmodel_type": "subject", "uri": second, "title": "Second", "source": "local", "terms": []},
+        {"jsonmodel_type": "accession", "title": "Swapped", "id_0": "SWAP-1", "subjects": [{"ref": first}, {"ref": second}]},
+    ]
+    response = api.post(path, json=records)
+    assert response.status_code == 200, response.text
+    saved = response.json()[-1]["saved"]
+    accession = api.get(
+        f"/repositories/{repo}/accessions/{max(api.get(f'/repositories/{repo}/accessions', params={'all_ids': 'true'}).json())}"
+    )
+    assert [ref["ref"] for ref in accession.json()["subjects"]] == [saved[first][0], saved[second][0]]
+    assert api.get(saved[first][0]).json()["title"] == "First"

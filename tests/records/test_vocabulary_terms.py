@@ -81,3 +81,19 @@ def test_deleting_a_vocabulary_takes_its_terms(api, app):
     assert count_rows(app, "term") == 1
     assert api.delete(other).status_code == 200
     assert count_rows(app, "term") == 0
+
+
+def test_a_batch_import_shares_terms_with_its_own_subjects_and_stored_ones(api, repo):
+    stored = read(api, api.create("/subjects", subject(("Ohio", "geographic")))["uri"])
+    records = [
+        {**subject(("Ohio", "geographic"), ("Maps", "genre_form")), "uri": "/subjects/import_1"},
+        {**subject(("Maps", "genre_form"), ("Rivers", "topical")), "uri": "/subjects/import_2"},
+    ]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    saved = response.json()[-1]["saved"]
+    first, second = (read(api, saved[f"/subjects/import_{n}"][0]) for n in (1, 2))
+    assert first["terms"][0]["uri"] == stored["terms"][0]["uri"]
+    assert first["terms"][1]["uri"] == second["terms"][0]["uri"]
+    terms = api.get("/vocabularies/1/terms").json()
+    assert sorted((t["term"], t["term_type"]) for t in terms) == [("Maps", "genre_form"), ("Ohio", "geographic"), ("Rivers", "topical")]

@@ -30,8 +30,8 @@ class Defaults:
     def keep_service_values(self, name: str, doc: dict, existing: dict | None, *, skip=()) -> None:
         """Read-only properties with a default, and read-only arrays, that the type's hooks did not
         set: the stored value on update, the default (or `[]`) on create."""
-        for key, definition in self.schemas[name]["properties"].items():
-            if not definition.get("readOnly") or key in doc or key in skip:
+        for key, definition in self._read_only(name):
+            if key in doc or key in skip:
                 continue
             if existing and key in existing:
                 doc[key] = existing[key]
@@ -39,6 +39,13 @@ class Defaults:
                 doc[key] = _copy(definition["default"])
             elif definition.get("type") == "array":
                 doc[key] = []
+
+    def _read_only(self, name: str) -> list[tuple[str, dict]]:
+        """The read-only properties of a record type, in schema order (worked out once)."""
+        known = self.__dict__.setdefault("read_only", {})
+        if name not in known:
+            known[name] = [(key, d) for key, d in self.schemas[name]["properties"].items() if d.get("readOnly")]
+        return known[name]
 
     def fill_stored(self, name: str, doc: dict, *, skip=()) -> bool:
         """Fill a record stored before defaults were filled on write; True if it changed."""
@@ -48,15 +55,37 @@ class Defaults:
         return doc != before
 
     def _fill_object(self, schema: dict, doc: dict, skip: frozenset = frozenset()) -> None:
-        for key, definition in schema.get("properties", {}).items():
+        fills, descents = self._plan(schema)
+        for key, definition in descents:
             if key in doc:
                 self._descend(definition, doc[key])
-            elif key in skip or definition.get("readOnly"):
-                continue
-            elif "default" in definition:
-                doc[key] = _copy(definition["default"])
-            elif definition.get("type") == "array":
-                doc[key] = []
+        for key, default in fills:
+            if key not in doc and key not in skip:
+                doc[key] = _copy(default)
+
+    def _plan(self, schema: dict) -> tuple[list[tuple[str, object]], list[tuple[str, dict]]]:
+        """An object schema's work, worked out once: the properties filled when absent (with their
+        default, or `[]`), in schema order, and those whose present value may hold subrecords to fill."""
+        plans = self.__dict__.setdefault("plans", {})
+        if id(schema) not in plans:
+            fills, descents = [], []
+            for key, definition in schema.get("properties", {}).items():
+                if definition.get("readOnly"):
+                    continue
+                if "default" in definition:
+                    fills.append((key, definition["default"]))
+                elif definition.get("type") == "array":
+                    fills.append((key, []))
+                if self._may_hold_subrecords(definition):
+                    descents.append((key, definition))
+            plans[id(schema)] = (fills, descents)
+        return plans[id(schema)]
+
+    def _may_hold_subrecords(self, definition: dict) -> bool:
+        if "oneOf" in definition:
+            return True
+        definition = self.schemas.deref(definition)
+        return "properties" in definition or "items" in definition
 
     def _descend(self, definition: dict, value) -> None:
         if definition.get("readOnly"):
@@ -75,5 +104,7 @@ class Defaults:
 
 
 def _copy(value):
-    # Defaults are mostly flags and strings; only a list or object default needs its own copy.
+    # Defaults are mostly flags, strings and empty lists; only a list or object default needs its own copy.
+    if value == []:
+        return []
     return copy.deepcopy(value) if isinstance(value, (list, dict)) else value

@@ -80,6 +80,11 @@ class Hooks:
         """Rules a JSON Schema cannot express; returns field errors."""
         return {}
 
+    def prepare_batch(self, batch, docs: list[dict]) -> None:
+        """Called once per batch of new records (records/writes.py), with this type's docs, after
+        their refs are checked and before any is derived: work `derive` would otherwise do a
+        record at a time (lookups, side records) done for all at once, kept in `batch.memo`."""
+
     def derive(self, ctx: WriteContext, doc: dict) -> None:
         """Fill server-computed fields and `ctx.columns` before the record is stored; may also
         write the type's own side tables, in the same transaction. On create the record's id

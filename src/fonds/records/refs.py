@@ -3,6 +3,7 @@ attaching `_resolved` copies on read (`resolve[]`)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 
@@ -22,7 +23,9 @@ MAX_REFS = 10_000
 MAX_RESOLVE_DEPTH = 5
 
 
+@functools.lru_cache(maxsize=4096)
 def field_pattern(path: str) -> str:
+    # Records repeat their paths (`subjects/0`, `instances/0/sub_container/top_container`): cached.
     return _INDEX.sub(lambda m: f"{m.group(1)}*", path)
 
 

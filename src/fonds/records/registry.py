@@ -194,6 +194,9 @@ class ParsedUri:
 
 
 ID = r"[1-9][0-9]*"
+# Ids are canonical (`/subjects/01` is not a URI): a ref is stored as written and must resolve.
+_SCOPED_URI = re.compile(rf"^/repositories/({ID})/(.+)/({ID})$")
+_GLOBAL_URI = re.compile(rf"^/(.+)/({ID})$")
 # URIs whose parse is kept (~330 bytes each: 65,536 held 21 MB). Refs that repeat (a tree's
 # resource, a batch's subjects and agents) stay; unique ones (the indexer's) need not.
 PARSED_URIS = 8192
@@ -202,14 +205,9 @@ PARSED_URIS = 8192
 class Registry:
     def __init__(self, types: list[RecordType]):
         self.types = {t.name: t for t in types}
-        self._uri_patterns = [
-            (
-                # Ids are canonical (`/subjects/01` is not a URI): a ref is stored as written and must resolve.
-                re.compile(rf"^/repositories/({ID})/{re.escape(t.path)}/({ID})$" if t.repo_scoped else rf"^/{re.escape(t.path)}/({ID})$"),
-                t,
-            )
-            for t in types
-        ]
+        # A URI's record type by its path: two patterns and a lookup, not a pattern per type.
+        self._scoped_paths = {t.path: t for t in types if t.repo_scoped}
+        self._global_paths = {t.path: t for t in types if not t.repo_scoped}
 
         # Refs repeat (every component of a tree names its resource): parsing is cached.
         self.parse_uri = functools.lru_cache(maxsize=PARSED_URIS)(self._parse_uri)
@@ -221,12 +219,12 @@ class Registry:
         return iter(self.types.values())
 
     def _parse_uri(self, uri: str) -> ParsedUri | None:
-        for pattern, record_type in self._uri_patterns:
-            match = pattern.match(uri)
-            if match:
-                if record_type.repo_scoped:
-                    return ParsedUri(record_type, int(match.group(2)), int(match.group(1)))
-                return ParsedUri(record_type, int(match.group(1)), None)
+        match = _SCOPED_URI.match(uri)
+        if match and match.group(2) in self._scoped_paths:
+            return ParsedUri(self._scoped_paths[match.group(2)], int(match.group(3)), int(match.group(1)))
+        match = _GLOBAL_URI.match(uri)
+        if match and match.group(1) in self._global_paths:
+            return ParsedUri(self._global_paths[match.group(1)], int(match.group(2)), None)
         return None
 
     def uri_type(self, uri: str) -> str | None:

@@ -83,6 +83,9 @@ class Normaliser:
                 continue
             if definition.get("readOnly"):
                 continue
+            if not isinstance(raw, dict | list):
+                out[key] = raw  # a scalar is kept as given (no path to build, no schema to follow)
+                continue
             value = self._value(definition, raw, _path(path, key), warnings)
             if value is not _DROP:
                 out[key] = value
@@ -318,6 +321,11 @@ ENVELOPE_FIELDS = frozenset(ENVELOPE_PROPERTIES)
 def find_refs(schemas: SchemaSet, schema: dict, doc, path: str = "") -> list[tuple[str, str]]:
     """Every (path, uri) of an `x-ref` in a normalised record; the path of a ref object is its own."""
     found: list[tuple[str, str]] = []
+    _collect_refs(schemas, schema, doc, path, found)
+    return found
+
+
+def _collect_refs(schemas: SchemaSet, schema: dict, doc, path: str, found: list[tuple[str, str]]) -> None:
     if "oneOf" in schema:
         schema = (schemas.branch_for(schema["oneOf"], doc.get("jsonmodel_type")) if isinstance(doc, dict) else None) or {}
     schema = schemas.deref(schema)
@@ -325,24 +333,28 @@ def find_refs(schemas: SchemaSet, schema: dict, doc, path: str = "") -> list[tup
         uri = doc.get("ref") if isinstance(doc, dict) else doc
         if isinstance(uri, str):
             found.append((path, uri))
-        return found
+        return
     if isinstance(doc, dict):
-        for key, definition in schema.get("properties", {}).items():
-            if key in doc and key not in ENVELOPE_PROPERTIES and not definition.get("readOnly") and _holds_refs(schemas, definition):
-                found += find_refs(schemas, definition, doc[key], _path(path, key))
+        for key, definition in _ref_properties(schemas, schema):
+            if key in doc:
+                _collect_refs(schemas, definition, doc[key], _path(path, key), found)
     elif isinstance(doc, list) and "items" in schema:
         for index, item in enumerate(doc):
-            found += find_refs(schemas, schema["items"], item, _path(path, index))
-    return found
+            _collect_refs(schemas, schema["items"], item, _path(path, index), found)
 
 
-def _holds_refs(schemas: SchemaSet, definition: dict) -> bool:
-    """Whether a value of this property can hold a ref at any depth (dates, extents and notes
-    cannot: `find_refs` skips them). Worked out once per property over the whole schema graph."""
-    known = schemas.__dict__.setdefault("holds_refs", {})
-    if id(definition) not in known:
-        known[id(definition)] = _reaches_ref(schemas, definition, set())
-    return known[id(definition)]
+def _ref_properties(schemas: SchemaSet, schema: dict) -> list[tuple[str, dict]]:
+    """The properties of an object schema whose values can hold a ref at any depth (dates, extents
+    and notes cannot: `find_refs` skips them), in schema order. Worked out once per schema over
+    the whole schema graph: a record's walk visits only these, not every property it declares."""
+    known = schemas.__dict__.setdefault("ref_properties", {})
+    if id(schema) not in known:
+        known[id(schema)] = [
+            (key, definition)
+            for key, definition in schema.get("properties", {}).items()
+            if key not in ENVELOPE_PROPERTIES and not definition.get("readOnly") and _reaches_ref(schemas, definition, set())
+        ]
+    return known[id(schema)]
 
 
 def _reaches_ref(schemas: SchemaSet, schema: dict, seen: set[int]) -> bool:

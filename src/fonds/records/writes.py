@@ -25,7 +25,7 @@ from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType, UniqueKey
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
-from fonds.storage import change_log
+from fonds.storage import change_log, counts
 from fonds.storage import records as store
 from fonds.storage.chunks import select_in
 
@@ -93,6 +93,7 @@ class Batch:
         for item, found in zip(items, errors):
             if found:
                 raise labelled(Invalid(found), item.label) if item.label else BadRequest(found)
+        self._prepare(items)
         done = []
         for index, (item, uri, item_links) in enumerate(zip(items, uris, links)):
             if any((target, target_id) in self._pending_keys for _, _, target, target_id in item_links):
@@ -104,6 +105,13 @@ class Batch:
         for derived in done:
             derived.item.record_type.hooks.after_save(self.service, derived.ctx, derived.item.doc, self.actor)
         return [_result(derived) for derived in done]
+
+    def _prepare(self, items: list[NewRecord]) -> None:
+        by_type: dict[str, list[NewRecord]] = {}
+        for item in items:
+            by_type.setdefault(item.record_type.name, []).append(item)
+        for members in by_type.values():
+            members[0].record_type.hooks.prepare_batch(self, [item.doc for item in members])
 
     def _check_repositories(self, items: list[NewRecord]) -> None:
         scoped = [item for item in items if item.record_type.repo_scoped]
@@ -195,7 +203,7 @@ class Batch:
         for name, members in by_type.items():
             table = self.tables[name]
             try:
-                store.insert_rows(self.conn, table, [derived.row for derived in members])
+                counts.insert_counted(self.conn, table, [derived.row for derived in members], store.insert_rows)
             except IntegrityError as error:
                 raise _unique_race(self.registry[name], members, error) from None
             if any(derived.item.fixed for derived in members):

@@ -15,6 +15,7 @@ import orjson
 import tantivy
 from sqlalchemy import select
 
+from fonds.records.imports import BULK_IMPORTS
 from fonds.records.registry import ParsedUri, Registry
 from fonds.search.catalog import FieldCatalog
 from fonds.search.documents import LinkedTitles, load_records, result_fields, to_index_document
@@ -258,11 +259,16 @@ class IndexerThread(threading.Thread):
             self.stopping.wait()
         while not self.stopping.is_set():
             self.indexer.follow_rebuild()
-            while self.indexer.apply_pending() and not self.stopping.is_set():
+            while self._no_import_running() and self.indexer.apply_pending() and not self.stopping.is_set():
                 self.on_applied()
             self.on_applied()
             self.wake.wait(self.POLL_SECONDS)
             self.wake.clear()
+
+    def _no_import_running(self) -> bool:
+        """A batch import of this process has the interpreter to itself: indexing alongside it
+        halved its speed (both want the GIL); the index catches up once it is done."""
+        return BULK_IMPORTS.wait_until_none(self.POLL_SECONDS)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -7,6 +7,7 @@ import datetime
 from collections.abc import Iterable
 
 from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
+from sqlalchemy.exc import DBAPIError
 
 from fonds.storage.chunks import chunked, execute_in, select_in
 
@@ -44,9 +45,63 @@ def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
 
 
 def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
-    """Insert complete rows (ids included) with executemany, in bounded chunks."""
-    for chunk in chunked(rows, ROWS_PER_STATEMENT):
-        conn.execute(insert(table), chunk)
+    """Insert complete rows (ids included; every row holds the keys of the first) through the
+    driver's cursor: SQLAlchemy's executemany spends more per row (parameter processing,
+    execution context) than SQLite spends storing it. PostgreSQL: one COPY per call, so the
+    statement-level counting triggers (storage/counts.py) run once, not once per row.
+    Refusals come as SQLAlchemy's errors (`IntegrityError` for a unique key), as from `execute`."""
+    if not rows:
+        return
+    names = list(rows[0])
+    values = _converted(_bind_processors(conn, table, tuple(names)), [[row[name] for name in names] for row in rows])
+    quote = conn.dialect.identifier_preparer.quote
+    columns = ", ".join(quote(name) for name in names)
+    cursor = conn.connection.cursor()
+    try:
+        if conn.dialect.name == "postgresql":
+            statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN"
+            with cursor.copy(statement) as copy:
+                for value in values:
+                    copy.write_row(value)
+        else:
+            statement = f"INSERT INTO {quote(table.name)} ({columns}) VALUES ({', '.join('?' * len(names))})"
+            for chunk in chunked(values, ROWS_PER_STATEMENT):
+                cursor.executemany(statement, chunk)
+    except conn.dialect.loaded_dbapi.Error as error:
+        raise DBAPIError.instance(statement, None, error, conn.dialect.loaded_dbapi.Error) from error
+    finally:
+        cursor.close()
+
+
+def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> list | None:
+    """Each column's conversion of a Python value for the driver (SQLite stores datetimes as
+    text), or None when no column needs one; worked out once per table, columns and dialect."""
+    key = (conn.dialect.name, table.name, names)
+    if key not in _PROCESSORS:
+        found = [table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect) for name in names]
+        _PROCESSORS[key] = found if any(found) else None
+    return _PROCESSORS[key]
+
+
+_PROCESSORS: dict[tuple, list | None] = {}
+
+
+def _converted(processors: list | None, values: list[list]) -> list[list]:
+    """`values` (rows of column values) converted in place by `processors`; a batch's rows mostly
+    share their timestamps, so each distinct value is converted once."""
+    for index, process in enumerate(processors or ()):
+        if process is None:
+            continue
+        done: dict = {}
+        for row in values:
+            value = row[index]
+            try:
+                row[index] = done[value]
+            except KeyError:
+                row[index] = done[value] = process(value)
+            except TypeError:  # unhashable: converted each time
+                row[index] = process(value)
+    return values
 
 
 def advance_sequence(conn: Connection, table: Table) -> None:
@@ -59,17 +114,32 @@ def advance_sequence(conn: Connection, table: Table) -> None:
 def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list[tuple]) -> dict[tuple, int]:
     """{values: id} of the stored rows holding any of `values` in `columns`. Grouped by the
     leading columns (`repo_id = ? AND identifier IN (…)`), which lets SQLite search the unique
-    index on both; it scans the first column's range for a row-value IN list."""
-    *leading, last = (table.c[name] for name in columns)
+    index on both; it scans the first column's range for a row-value IN list. A batch checks
+    a group per tree at each of its writes, so the statements go straight to the driver."""
+    *leading, last = columns
     groups: dict[tuple, list] = {}
     for value in values:
         groups.setdefault(tuple(value[:-1]), []).append(value[-1])
+    quote, mark = conn.dialect.identifier_preparer.quote, "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    head = f"SELECT id, {quote(last)} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in leading)
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
-        where = [column == v for column, v in zip(leading, prefix)]
-        rows = select_in(conn, lambda chunk, where=where: select(table.c.id, last).where(*where, last.in_(chunk)), lasts)
-        found.update(((*prefix, row[1]), row[0]) for row in rows)
+        for chunk in chunked(lasts):
+            rows = _driver_rows(conn, f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
+            found.update(((*prefix, row[1]), row[0]) for row in rows)
     return found
+
+
+def _driver_rows(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
+    """The rows of one statement run on the driver's cursor (errors as SQLAlchemy's)."""
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(statement, parameters)
+        return cursor.fetchall()
+    except conn.dialect.loaded_dbapi.Error as error:
+        raise DBAPIError.instance(statement, parameters, error, conn.dialect.loaded_dbapi.Error) from error
+    finally:
+        cursor.close()
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:

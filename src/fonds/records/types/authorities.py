@@ -13,6 +13,7 @@ from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOne
 from fonds.records.search_spec import DocumentField, SearchSpec, copied
 from fonds.storage import change_log
 from fonds.storage import records as store
+from fonds.storage.chunks import select_in
 
 DEFAULT_VOCABULARY = "/vocabularies/1"
 
@@ -22,6 +23,37 @@ def _sha(*parts) -> str:
 
 
 class SubjectHooks(Hooks):
+    def prepare_batch(self, batch, docs):
+        """The terms of a batch's subjects found, and the missing ones created, in a few statements
+        (not a lookup and a savepoint per term): `term_uri` then reads them from the batch's memo."""
+        wanted: dict[tuple, dict] = {}
+        for doc in docs:
+            vocabulary = doc.get("vocabulary", DEFAULT_VOCABULARY)
+            for term in doc.get("terms", []):
+                given = {**term, "vocabulary": term.get("vocabulary", vocabulary)}
+                wanted.setdefault(_term_key(batch.registry, given), given)
+        known = batch.memo.setdefault("term", {})
+        wanted = {key: term for key, term in wanted.items() if key not in known}
+        known.update(_stored_terms(batch.conn, batch.tables["term"], list(wanted)))
+        missing = [(key, term) for key, term in wanted.items() if key not in known]
+        if not missing:
+            return
+        try:
+            # A savepoint: another transaction creating one of these terms first is no error; the
+            # terms are then found or made one at a time (`term_uri`).
+            with batch.conn.begin_nested():
+                ids = store.allocate_ids(batch.conn, batch.tables["term"], len(missing))
+                _store_terms(
+                    batch.conn,
+                    batch.registry,
+                    [(term_id, key, term) for term_id, (key, term) in zip(ids, missing)],
+                    batch.actor.username,
+                    batch.now,
+                )
+        except IntegrityError:
+            return
+        known.update((key, term_id) for term_id, (key, _) in zip(ids, missing))
+
     def derive(self, ctx, doc):
         vocabulary = doc.setdefault("vocabulary", DEFAULT_VOCABULARY)
         terms = doc.get("terms", [])
@@ -37,50 +69,75 @@ class SubjectHooks(Hooks):
         ctx.columns["authority_key"] = _sha(vocabulary, source, doc["authority_id"]) if doc.get("authority_id") else None
 
 
+def _term_key(registry, term: dict) -> tuple:
+    """(vocabulary id, term, term type): what makes a term record (its unique key)."""
+    return (registry.parse_uri(term["vocabulary"]).record_id, term["term"], term["term_type"])
+
+
+KEY_COLUMNS = ("vocabulary_id", "term", "term_type")
+
+
+def _stored_terms(conn, table, keys: list[tuple]) -> dict[tuple, int]:
+    """{key: id} of the stored terms among `keys`."""
+    by_vocabulary: dict[int, set[str]] = {}
+    for vocabulary_id, text, _ in keys:
+        by_vocabulary.setdefault(vocabulary_id, set()).add(text)
+    wanted, found = set(keys), {}
+    for vocabulary_id, texts in by_vocabulary.items():
+        rows = select_in(
+            conn,
+            lambda chunk, v=vocabulary_id: select(table.c.id, *(table.c[c] for c in KEY_COLUMNS)).where(
+                table.c.vocabulary_id == v, table.c.term.in_(chunk)
+            ),
+            sorted(texts),
+        )
+        found.update((tuple(row[1:]), row.id) for row in rows if tuple(row[1:]) in wanted)
+    return found
+
+
 def term_uri(ctx, term: dict) -> str:
     """The URI of the term record shared by every subject using this (vocabulary, term, type),
     created the first time a subject uses it (ArchivesSpace's Term.ensure_exists)."""
+    key = _term_key(ctx.registry, term)
+    prepared = ctx.batch.memo.get("term", {}) if ctx.batch is not None else {}
+    if key in prepared:
+        return ctx.registry["term"].uri(prepared[key])
     table = ctx.tables["term"]
-    key = {"vocabulary_id": ctx.registry.parse_uri(term["vocabulary"]).record_id, "term": term["term"], "term_type": term["term_type"]}
-    query = select(table.c.id).where(*(table.c[column] == value for column, value in key.items()))
+    query = select(table.c.id).where(*(table.c[column] == value for column, value in zip(KEY_COLUMNS, key)))
     found = ctx.conn.execute(query).scalar_one_or_none()
     if found is None:
         try:
             # A savepoint: another transaction creating the same term first is no error, only a reuse.
             with ctx.conn.begin_nested():
-                found = _create_term(ctx, term, key)
+                found = store.allocate_ids(ctx.conn, table, 1)[0]
+                _store_terms(ctx.conn, ctx.registry, [(found, key, term)], ctx.actor, ctx.now)
         except IntegrityError:
             found = ctx.conn.execute(query).scalar_one()
     return ctx.registry["term"].uri(found)
 
 
-def _create_term(ctx, term: dict, key: dict) -> int:
-    table, tables = ctx.tables["term"], ctx.tables
-    term_id = store.allocate_ids(ctx.conn, table, 1)[0]
-    uri, stamp = ctx.registry["term"].uri(term_id), store.iso(ctx.now)
-    doc = {
-        "jsonmodel_type": "term",
-        **{k: term[k] for k in ("term", "term_type", "vocabulary")},
-        "uri": uri,
-        "lock_version": 0,
-        **dict.fromkeys(("created", "modified", "create_time", "system_mtime", "user_mtime"), stamp),
-        **dict.fromkeys(("created_by", "last_modified_by"), ctx.actor),
-    }
-    audit = dict(create_time=ctx.now, system_mtime=ctx.now, user_mtime=ctx.now, created_by=ctx.actor, last_modified_by=ctx.actor)
-    row = {"id": term_id, "repo_id": None, "lock_version": 0, "json": orjson.dumps(doc), **audit, **key}
-    store.insert_rows(ctx.conn, table, [row])
-    store.replace_links(
-        ctx.conn,
-        tables,
-        source_type="term",
-        source_id=term_id,
-        links=[("vocabulary", "vocabulary", "vocabulary", key["vocabulary_id"])],
-        fresh=True,
-    )
-    change_log.append(
-        ctx.conn, [{"record_type": "term", "record_id": term_id, "repo_id": None, "uri": uri, "op": "created", "at": ctx.now}]
-    )
-    return term_id
+def _store_terms(conn, registry, terms: list[tuple[int, tuple, dict]], actor: str, now) -> None:
+    """Write new term records ((id, key, term) each): rows, links to their vocabulary, change rows."""
+    stamp = store.iso(now)
+    audit = dict(create_time=now, system_mtime=now, user_mtime=now, created_by=actor, last_modified_by=actor)
+    rows, links, changes = [], [], []
+    for term_id, key, term in terms:
+        uri = registry["term"].uri(term_id)
+        doc = {
+            "jsonmodel_type": "term",
+            **{k: term[k] for k in ("term", "term_type", "vocabulary")},
+            "uri": uri,
+            "lock_version": 0,
+            **dict.fromkeys(("created", "modified", "create_time", "system_mtime", "user_mtime"), stamp),
+            **dict.fromkeys(("created_by", "last_modified_by"), actor),
+        }
+        rows.append({"id": term_id, "repo_id": None, "lock_version": 0, "json": orjson.dumps(doc), **audit, **dict(zip(KEY_COLUMNS, key))})
+        links.append(("term", term_id, ("vocabulary", "vocabulary", "vocabulary", key[0])))
+        changes.append({"record_type": "term", "record_id": term_id, "repo_id": None, "uri": uri, "op": "created", "at": now})
+    tables = conn.info["fonds_tables"]
+    store.insert_rows(conn, tables["term"], rows)
+    store.insert_links(conn, tables, links)
+    change_log.append(conn, changes)
 
 
 class VocabularyHooks(Hooks):
