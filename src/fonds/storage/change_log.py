@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, select, text
 
-from fonds.storage.chunks import chunked
+from fonds.storage import records
 
 # An arbitrary constant naming the advisory lock (PostgreSQL's locks are named by integers).
 APPEND_LOCK_KEY = 7_420_015
@@ -42,8 +42,7 @@ def append(conn: Connection, changes: list[dict]) -> None:
     if not changes:
         return
     _take_append_lock(conn)
-    for chunk in chunked(changes, 1000):
-        conn.execute(insert(conn.info["fonds_tables"]["change_log"]), chunk)
+    records.insert_rows(conn, conn.info["fonds_tables"]["change_log"], changes)
 
 
 def append_from(conn: Connection, query) -> None:

@@ -4,9 +4,10 @@ table and the change log. Callers pass the open connection of their transaction.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, Insert, Row, Select, Table, bindparam, delete, insert, select, tuple_, update
 
 from fonds.storage.chunks import chunked, execute_in, select_in
 
@@ -46,7 +47,13 @@ def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
 def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
     """Insert complete rows (ids included) with executemany, in bounded chunks."""
     for chunk in chunked(rows, ROWS_PER_STATEMENT):
-        conn.execute(insert(table), chunk)
+        conn.execute(_insert_into(table), chunk)
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_into(table: Table) -> Insert:
+    """Built once per table (as `_holders_of`): every create inserts its row and change rows."""
+    return insert(table)
 
 
 def advance_sequence(conn: Connection, table: Table) -> None:
@@ -60,16 +67,27 @@ def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list
     """{values: id} of the stored rows holding any of `values` in `columns`. Grouped by the
     leading columns (`repo_id = ? AND identifier IN (…)`), which lets SQLite search the unique
     index on both; it scans the first column's range for a row-value IN list."""
-    *leading, last = (table.c[name] for name in columns)
     groups: dict[tuple, list] = {}
     for value in values:
         groups.setdefault(tuple(value[:-1]), []).append(value[-1])
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
-        where = [column == v for column, v in zip(leading, prefix)]
-        rows = select_in(conn, lambda chunk, where=where: select(table.c.id, last).where(*where, last.in_(chunk)), lasts)
-        found.update(((*prefix, row[1]), row[0]) for row in rows)
+        leading = {f"k{i}": value for i, value in enumerate(prefix)}
+        for chunk in chunked(lasts):
+            many = len(chunk) > 1
+            rows = conn.execute(_holders_of(table, columns, many), {**leading, "v": chunk if many else chunk[0]})
+            found.update(((*prefix, row[1]), row[0]) for row in rows)
     return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _holders_of(table: Table, columns: tuple[str, ...], many: bool) -> Select:
+    """`taken`'s statement, built once per shape: every create runs it, and building a statement
+    (and its cache key) on each call cost several times what SQLite takes to answer it."""
+    *leading, last = (table.c[name] for name in columns)
+    where = [column == bindparam(f"k{i}") for i, column in enumerate(leading)]
+    where.append(last.in_(bindparam("v", expanding=True)) if many else last == bindparam("v"))
+    return select(table.c.id, last).where(*where)
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
