@@ -33,6 +33,24 @@ def _repo_id(request: Request) -> int | None:
     return path_int(request, "repo_id") if "repo_id" in request.path_params else None
 
 
+def create_as_cached_user(services, record_type: RecordType, token: str | None, body: bytes, repo_id: int | None) -> dict | None:
+    """The create written for the session the cache holds, on condition that the auth
+    generation it was read at is still current in the writing transaction (so the session and
+    the permission are as good as read there). None: nothing written, the ordinary path
+    decides (no cached session, a permission it lacks, a changed generation, and any refusal,
+    which must come after the session's own 412 and 403)."""
+    cached = cached_user(services.settings, services.sessions, token) if token else None
+    if cached is None or not has_permission(cached[0].grants, record_type.permissions.create, repo_id):
+        return None
+    user, seen = cached
+    try:
+        return services.records.create(
+            record_type, body, repo_id=repo_id, actor=actor_of(user), precondition=Precondition(generation.current, seen)
+        )
+    except (FondsError, PreconditionChanged):
+        return None
+
+
 def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
     perms = record_type.permissions
     base = record_type.collection_path
@@ -69,7 +87,7 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         body = await raw_body(request, services)
 
         def create() -> dict:
-            written = create_as_cached_user(services, token, body, repo_id)
+            written = create_as_cached_user(services, record_type, token, body, repo_id)
             if written is not None:
                 return written
             user = resolve_user(services, token)
@@ -78,23 +96,6 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
             return services.records.create(record_type, body, repo_id=repo_id, actor=actor_of(user))
 
         return json_response(await run_in_threadpool(create))
-
-    def create_as_cached_user(services, token: str | None, body: bytes, repo_id: int | None) -> dict | None:
-        """The create written for the session the cache holds, on condition that the auth
-        generation it was read at is still current in the writing transaction (so the session and
-        the permission are as good as read there). None: nothing written, the ordinary path
-        decides (no cached session, a permission it lacks, a changed generation, and any refusal,
-        which must come after the session's own 412 and 403)."""
-        cached = cached_user(services.settings, services.sessions, token) if token else None
-        if cached is None or not has_permission(cached[0].grants, perms.create, repo_id):
-            return None
-        user, seen = cached
-        try:
-            return services.records.create(
-                record_type, body, repo_id=repo_id, actor=actor_of(user), precondition=Precondition(generation.current, seen)
-            )
-        except (FondsError, PreconditionChanged):
-            return None
 
     def read_record(actor: Actor = require(perms.read), *, id: int, app: Services, resolve: ResolveParam = [], repo_id: int | None = None):
         """Declares the parameters and OpenAPI description; `fast_read` serves the requests."""
