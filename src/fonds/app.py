@@ -91,8 +91,10 @@ class FondsApp(FastAPI):
     fast_lane: FastLane | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.fast_lane is not None and await self.fast_lane.answered(scope, receive, send):
-            return
+        if self.fast_lane is not None:
+            receive = await self.fast_lane.answer(scope, receive, send)
+            if receive is None:
+                return
         await super().__call__(scope, receive, send)
 
 

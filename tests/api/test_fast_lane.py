@@ -146,3 +146,63 @@ def test_tree_nodes_are_left_to_the_ordinary_path(api, ordinary, repo, lane_answ
     component = make_ao(api, repo, "Box 1", resource=resource)["uri"]
     same_answer(api, ordinary, component)
     assert lane_answers == []
+
+
+# -- creates ---------------------------------------------------------------------------------------
+
+
+def test_a_create_is_answered_as_the_ordinary_path_answers(api, ordinary, repo):
+    path = f"/repositories/{repo}/accessions"
+    api.get(path, params={"page": 1})  # the session is now cached: the lane writes
+    fast = api.post(path, json={"jsonmodel_type": "accession", "title": "Fast", "id_0": "F1"})
+    slow = ordinary.post(path, json={"jsonmodel_type": "accession", "title": "Slow", "id_0": "S1"})
+    assert fast.status_code == slow.status_code == 200
+    assert [fast.headers.get(h) for h in HEADERS[:1] + HEADERS[2:]] == [slow.headers.get(h) for h in HEADERS[:1] + HEADERS[2:]]
+    assert fast.json() | {"id": 0, "uri": ""} == slow.json() | {"id": 0, "uri": ""}
+    assert fast.json()["uri"] == f"{path}/{fast.json()['id']}"
+    record = api.get(fast.json()["uri"]).json()
+    assert (record["title"], record["created_by"]) == ("Fast", "admin")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"{",
+        b"[]",
+        b'{"jsonmodel_type": "resource", "title": "Wrong type"}',
+        b'{"jsonmodel_type": "accession", "title": "Taken", "id_0": "L0"}',
+        b'{"jsonmodel_type": "accession", "title": "Bad ref", "id_0": "R1", "subjects": [{"ref": "/subjects/99999"}]}',
+        b'{"jsonmodel_type": "accession", "title": "Bad dates", "id_0": "R2", "dates": "not a list"}',
+    ],
+    ids=["empty", "broken", "array", "wrong-type", "taken-identifier", "missing-ref", "bad-dates"],
+)
+def test_a_refused_create_is_the_ordinary_paths_refusal(api, ordinary, repo, accessions, body):
+    path = f"/repositories/{repo}/accessions"
+    fast, slow = api.post(path, content=body), ordinary.post(path, content=body)
+    assert fast.status_code >= 400
+    assert (fast.status_code, fast.json()) == (slow.status_code, slow.json())
+    assert len(api.get(path, params={"all_ids": "true"}).json()) == len(accessions)
+
+
+def test_a_create_with_parameters_or_too_large_goes_the_ordinary_path(app, api, repo):
+    path = f"/repositories/{repo}/accessions"
+    with_params = api.post(path, params={"extra": "1"}, json={"jsonmodel_type": "accession", "title": "Q", "id_0": "Q1"})
+    assert with_params.status_code == 200
+    limit = app.state.fonds.settings.max_body_bytes
+    too_large = api.post(path, content=b'{"title": "' + b"x" * limit + b'"}')
+    assert too_large.status_code == 413
+
+
+def test_creates_check_the_session_and_permission_first(app, api, repo):
+    path, body = f"/repositories/{repo}/accessions", {"jsonmodel_type": "accession", "title": "No"}
+    client = new_client(app)
+    assert client.post(path, json=body).status_code == 403
+    gone = client.post(path, json=body, headers={"X-ArchivesSpace-Session": "no-such-token"})
+    assert (gone.status_code, gone.json()["code"]) == (412, "SESSION_GONE")
+    viewer = make_user(api, "viewer", groups=[(repo, "repository-viewers")])
+    viewer.get(f"/repositories/{repo}/accessions", params={"page": 1})
+    assert viewer.post(path, json={**body, "id_0": "V1"}).status_code == 403
+    assert api.post("/logout").status_code == 200
+    logged_out = api.post(path, json={**body, "id_0": "V2"})
+    assert (logged_out.status_code, logged_out.json()["code"]) == (412, "SESSION_GONE")

@@ -19,8 +19,11 @@ from fonds.api.routing import (
     record_response,
     with_repo_id,
 )
+from fonds.auth import generation
 from fonds.auth.permissions import has_permission
-from fonds.errors import Denied
+from fonds.auth.sessions import cached_user
+from fonds.errors import Denied, FondsError
+from fonds.records.grouped_creates import Precondition, PreconditionChanged
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
 from fonds.records.suppression import set_suppressed
@@ -28,6 +31,24 @@ from fonds.records.suppression import set_suppressed
 
 def _repo_id(request: Request) -> int | None:
     return path_int(request, "repo_id") if "repo_id" in request.path_params else None
+
+
+def create_as_cached_user(services, record_type: RecordType, token: str | None, body: bytes, repo_id: int | None) -> dict | None:
+    """The create written for the session the cache holds, on condition that the auth
+    generation it was read at is still current in the writing transaction (so the session and
+    the permission are as good as read there). None: nothing written, the ordinary path
+    decides (no cached session, a permission it lacks, a changed generation, and any refusal,
+    which must come after the session's own 412 and 403)."""
+    cached = cached_user(services.settings, services.sessions, token) if token else None
+    if cached is None or not has_permission(cached[0].grants, record_type.permissions.create, repo_id):
+        return None
+    user, seen = cached
+    try:
+        return services.records.create(
+            record_type, body, repo_id=repo_id, actor=actor_of(user), precondition=Precondition(generation.current, seen)
+        )
+    except (FondsError, PreconditionChanged):
+        return None
 
 
 def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
@@ -66,6 +87,9 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         body = await raw_body(request, services)
 
         def create() -> dict:
+            written = create_as_cached_user(services, record_type, token, body, repo_id)
+            if written is not None:
+                return written
             user = resolve_user(services, token)
             if user is None or not has_permission(user.grants, perms.create, repo_id):
                 raise Denied()

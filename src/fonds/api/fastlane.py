@@ -23,11 +23,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
+import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 from starlette.routing import BaseRoute, Match
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from fonds.api.crud import create_as_cached_user
 from fonds.api.middleware import CACHE_CONTROL, log_unexpected
 from fonds.api.params import listing_from_query
 from fonds.auth import generation
@@ -36,7 +38,7 @@ from fonds.auth.sessions import cached_user
 from fonds.errors import FondsError
 from fonds.records.pages import MAX_INTEGER, QuickPage, locate, page_json, quick_page
 from fonds.records.plain import StoredAnswer, by_id_sql, stored_answer
-from fonds.records.registry import Registry
+from fonds.records.registry import RecordType, Registry
 from fonds.storage import counts
 from fonds.storage.quick import Busy
 
@@ -173,9 +175,63 @@ class ListPage:
         return read
 
 
+@dataclass(frozen=True)
+class RecordCreate:
+    """POST a new record (no query parameters): the body read here, then, in one thread-pool
+    hop, the create written for the cached session (`crud.create_as_cached_user`). When that
+    writes nothing (no cached session, a refusal of any kind) the ordinary path answers, the
+    body replayed to it, and gives the answers it always gives (412, 403, 400, 413)."""
+
+    record_type: RecordType
+
+    async def __call__(self, services, scope: Scope, receive: Receive, send: Send, ints: list[int]) -> Receive | None:
+        """None when answered; else the `receive` the ordinary path must read the request from."""
+        if scope["query_string"]:
+            return receive
+        body, receive = await _read_body(scope, receive, services.settings.max_body_bytes)
+        if body is None:
+            return receive
+        token = session_token(scope)
+        repo_id = ints[0] if self.record_type.repo_scoped else None
+        written = await run_in_threadpool(create_as_cached_user, services, self.record_type, token, body, repo_id)
+        if written is None:
+            return receive
+        await send_json(send, orjson.dumps(written))
+        return None
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """The request body, and a `receive` that gives it again (then whatever follows); None past
+    `limit` (the ordinary path refuses it with 413) or when the client has gone."""
+    declared = dict(scope["headers"]).get(b"content-length", b"")
+    if declared.isdigit() and int(declared) > limit:
+        return None, receive
+    chunks, size, more = [], 0, True
+    while more and size <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None, _replay(chunks, True, receive, last=message)
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    return (body if size <= limit else None), _replay([body], more, receive)
+
+
+def _replay(chunks: list[bytes], more: bool, receive: Receive, last: Message | None = None) -> Receive:
+    pending: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": more}]
+    if last is not None:
+        pending.append(last)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
+
+
 class FastLane:
-    def __init__(self, app, handlers: dict[tuple, Handler]):
-        self.app, self.handlers = app, handlers
+    def __init__(self, app, handlers: dict[tuple, Handler], creates: dict[tuple, RecordCreate] | None = None):
+        self.app, self.handlers, self.creates = app, handlers, creates or {}
 
     @staticmethod
     def build(app, routes: Iterable[BaseRoute], registry: Registry, dialect: str) -> FastLane:
@@ -195,9 +251,14 @@ class FastLane:
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
             handlers[_shape(route.path)] = ListPage(record_type.permissions.read, record_type.name, record_type.repo_scoped, page_sql)
-        return FastLane(app, handlers)
+        creates: dict[tuple, RecordCreate] = {}
+        for record_type in registry:
+            route = by_name.get(f"create_{record_type.name}")
+            if route is not None and _first_match(routes, route, "POST"):
+                creates[_shape(route.path)] = RecordCreate(record_type)
+        return FastLane(app, handlers, creates)
 
-    def match(self, path: str) -> tuple[Handler, list[int]] | None:
+    def match(self, path: str, handlers: dict | None = None) -> tuple[Handler, list[int]] | None:
         key, ints = [], []
         for part in path.split("/"):
             if part.isdigit() and part.isascii() and len(part) <= MAX_ID_DIGITS:
@@ -205,8 +266,24 @@ class FastLane:
                 ints.append(int(part))
             else:
                 key.append(part)
-        handler = self.handlers.get(tuple(key))
+        handler = (self.handlers if handlers is None else handlers).get(tuple(key))
         return (handler, ints) if handler is not None else None
+
+    async def answer(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """None when the lane answered; else nothing was sent and the ordinary path answers,
+        reading the request from the `receive` returned (the body the lane read, then the rest)."""
+        if scope["type"] == "http" and scope["method"] == "POST":
+            hit = self.match(scope["path"], self.creates)
+            services = getattr(self.app.state, "fonds", None)
+            if hit is None or services is None:
+                return receive
+            handler, ints = hit
+            try:
+                return await handler(services, scope, receive, send, ints)
+            except Exception as exc:  # as for reads; nothing was written (a create is answered once committed)
+                log_unexpected(exc, scope["method"], scope["path"])
+                return receive
+        return None if await self.answered(scope, receive, send) else receive
 
     async def answered(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Whether the lane answered the request (False: nothing was sent, take the ordinary path)."""
@@ -228,11 +305,11 @@ def _shape(template: str) -> tuple:
     return tuple(None if part.startswith("{") else part for part in template.split("/"))
 
 
-def _first_match(routes: list[BaseRoute], route: BaseRoute) -> bool:
+def _first_match(routes: list[BaseRoute], route: BaseRoute, method: str = "GET") -> bool:
     """Whether `route` is the one the router would pick for its own paths (no earlier route
     claims them), so the lane never answers for another route."""
     sample = "/".join("1" if part is None else part for part in _shape(route.path))
-    scope = {"type": "http", "path": sample, "method": "GET", "root_path": ""}
+    scope = {"type": "http", "path": sample, "method": method, "root_path": ""}
     for candidate in routes:
         if candidate.matches(scope)[0] == Match.FULL:
             return candidate is route

@@ -16,6 +16,7 @@ from fonds.errors import BadRequest, Conflict, Invalid, NotFound
 from fonds.records import deletion, pages, refs, uniqueness
 from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
+from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition
 from fonds.records.hooks import WriteContext
 from fonds.records.plain import splice
 from fonds.records.registry import RecordType, Registry
@@ -67,6 +68,7 @@ class RecordService:
         self.list_usage = ListUsage(self.schemas, registry)
         self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
         self.defaults = Defaults(self.schemas)
+        self.grouped_creates = GroupedCreates(self)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -153,7 +155,22 @@ class RecordService:
         change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
         change_log.append(conn, [change])
 
-    def create(self, record_type: RecordType, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None) -> dict:
+    def prepare_body(self, record_type: RecordType, body: bytes) -> tuple[dict, dict, object]:
+        """A new record's body validated against the value lists kept in the process."""
+        return self.prepare_doc(record_type, parse_body(body), creating=True, refresh=False)
+
+    def create(
+        self,
+        record_type: RecordType,
+        body: bytes,
+        *,
+        repo_id: int | None,
+        actor: Actor,
+        options: dict | None = None,
+        precondition: Precondition | None = None,
+    ) -> dict:
+        """Validated here, written with the creates of other threads waiting meanwhile
+        (records/grouped_creates.py); `precondition`: checked in the writing transaction."""
         # Validated before the write lock is taken, against the value lists kept in the process;
         # the write transaction then confirms they are current (validating again if not).
         doc = parse_body(body)
@@ -162,11 +179,8 @@ class RecordService:
         except Invalid:
             # Refused with the kept lists: refuse only with the database's.
             clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=True)
-        with self.db.write() as conn:
-            if not self.value_lists.current(conn):
-                self.value_lists.refresh(conn)
-                clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=False)
-            return self.create_in(conn, record_type, clean, warnings, repo_id=repo_id, actor=actor, options=options)
+        pending = PendingCreate(record_type, body, clean, warnings, repo_id, actor, options or {}, precondition)
+        return self.grouped_creates.create(pending)
 
     def create_in(
         self,

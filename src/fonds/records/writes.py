@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from fonds.errors import BadRequest, Invalid, nested_under
@@ -27,7 +26,6 @@ from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
 from fonds.storage import change_log, counts
 from fonds.storage import records as store
-from fonds.storage.chunks import select_in
 
 MISSING_WARNING = "Property was missing"
 
@@ -117,9 +115,8 @@ class Batch:
         scoped = [item for item in items if item.record_type.repo_scoped]
         if not scoped:
             return
-        table = self.tables["repository"]
         wanted = sorted({item.repo_id for item in scoped if item.repo_id is not None})
-        found = {row.id for row in select_in(self.conn, lambda chunk: select(table.c.id).where(table.c.id.in_(chunk)), wanted)}
+        found = {repo_id for (repo_id,) in store.taken(self.conn, self.tables["repository"], ("id",), [(i,) for i in wanted])}
         for item in scoped:
             if item.repo_id not in found:
                 raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})

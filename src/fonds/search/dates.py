@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 
 Interval = tuple[dt.datetime, dt.datetime]
@@ -31,6 +32,19 @@ def parse_date_interval(text: str, now: dt.datetime | None = None) -> Interval |
     """The instants a date value covers, as [start, end): `2024` is the whole year, `2024-05`
     the month, `2024-05-01` the day; a timestamp (UTC unless it says otherwise) or a date-math
     expression is its one second. None if `text` is none of these."""
+    if now is None and "NOW" not in text.upper():
+        return _fixed_interval(text)
+    return _interval(text, now)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fixed_interval(text: str) -> Interval | None:
+    """A value not relative to now, parsed once: the indexer parses every date of every document
+    (a record's audit timestamps, the same second for a whole batch) twice."""
+    return _interval(text, None)
+
+
+def _interval(text: str, now: dt.datetime | None) -> Interval | None:
     try:
         if (interval := _calendar_interval(text)) is not None:
             return interval

@@ -92,7 +92,7 @@ class SearchEngine:
             if remaining <= 0:
                 return False
             if self.is_writer:
-                self.thread.wake.set()
+                self.thread.hurry()
                 with self._applied:
                     self._applied.wait(min(remaining, 0.05))
             else:

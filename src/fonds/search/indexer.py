@@ -222,6 +222,11 @@ class IndexerThread(threading.Thread):
     other processes."""
 
     POLL_SECONDS = 0.1
+    # While changes keep coming, the time they are left to gather between two commits: a tantivy
+    # commit (and the segment merges it brings) costs about as much CPU for one change as for
+    # hundreds (measured: 1.4 ms of CPU per change in commits of 20, 0.4 ms in commits of 150).
+    # A search waiting for its changes cuts it short (`hurry`); a lone write is applied at once.
+    GATHER_SECONDS = 0.2
 
     LOCK_RETRY_SECONDS = 1.0
 
@@ -232,6 +237,7 @@ class IndexerThread(threading.Thread):
         # between a database commit and the index commit.
         self.stalled = stalled
         self.wake = threading.Event()
+        self.hurried = threading.Event()
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -259,8 +265,11 @@ class IndexerThread(threading.Thread):
             self.stopping.wait()
         while not self.stopping.is_set():
             self.indexer.follow_rebuild()
-            while self._no_import_running() and self.indexer.apply_pending() and not self.stopping.is_set():
+            while self._no_import_running() and (applied := self.indexer.apply_pending()) and not self.stopping.is_set():
                 self.on_applied()
+                if applied < BATCH:
+                    self.hurried.wait(self.GATHER_SECONDS)
+                    self.hurried.clear()
             self.on_applied()
             self.wake.wait(self.POLL_SECONDS)
             self.wake.clear()
@@ -270,7 +279,12 @@ class IndexerThread(threading.Thread):
         halved its speed (both want the GIL); the index catches up once it is done."""
         return BULK_IMPORTS.wait_until_none(self.POLL_SECONDS)
 
+    def hurry(self) -> None:
+        """Apply the changes now: a search is waiting for them."""
+        self.hurried.set()
+        self.wake.set()
+
     def stop(self) -> None:
         self.stopping.set()
-        self.wake.set()
+        self.hurry()
         self.join(timeout=30)

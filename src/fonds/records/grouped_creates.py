@@ -1,0 +1,184 @@
+"""Concurrent creates written together: one transaction for every create waiting when the
+previous one committed (group commit).
+
+A create validated in its request thread queues here. A queued thread finding no group being
+written leads: it opens a write transaction (on SQLite, once the write lock is its), takes the
+creates waiting then (at most `MAX_GROUP`), writes them as batches (records/writes.py, one per
+writing user) and gives each its own answer; the others wait, and one still waiting when that
+group commits leads the next. The statements of a write (the lock, the repository, id,
+unique-key and value-list checks, the inserts, the change log, the commit) are paid once per
+group instead of once per create, and SQLite's one write lock changes hands once per group.
+Nothing waits to make a group: a lone create is written at once, alone.
+
+Every create keeps the answer it would have had alone: when a group of several fails (two
+members holding one unique key, a ref to a record deleted meanwhile, value lists changed by
+another worker), its transaction is rolled back and each member is written again in its own
+transaction, so only the failing ones fail, each with its own error. A create is answered only
+after the commit of the transaction that wrote it.
+
+A create may carry a `Precondition` read in the writing transaction (the auth generation its
+cached session was read at): one read per group, and a create whose precondition no longer
+holds is left unwritten and answered `PreconditionChanged`, for its caller to decide again."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fonds.records.writes import Batch, NewRecord
+
+if TYPE_CHECKING:
+    from fonds.records.registry import RecordType
+
+# Enough to take every create of a loaded server's request threads; bounds one group's latency.
+MAX_GROUP = 64
+
+
+class PreconditionChanged(Exception):
+    """The create's precondition did not hold in the writing transaction: nothing was written."""
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """`read(conn)` must still give `expected` in the transaction writing the create."""
+
+    read: Callable[[object], object]
+    expected: object
+
+
+@dataclass(eq=False)
+class PendingCreate:
+    """A create validated in its request thread (`clean`, `warnings`), waiting to be written."""
+
+    record_type: RecordType
+    body: bytes
+    clean: dict
+    warnings: dict
+    repo_id: int | None
+    actor: object
+    options: dict = field(default_factory=dict)
+    precondition: Precondition | None = None
+    result: dict | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class GroupedCreates:
+    def __init__(self, service):
+        self.service = service
+        self._changed = threading.Condition()
+        self._queue: list[PendingCreate] = []
+        self._leading = False
+
+    @property
+    def waiting(self) -> int:
+        """Creates queued and not yet taken into a group."""
+        return len(self._queue)
+
+    def create(self, pending: PendingCreate) -> dict:
+        """Write `pending` (in a group, or led by this thread) and return its write result."""
+        with self._changed:
+            self._queue.append(pending)
+        while True:
+            with self._changed:
+                while self._leading and not pending.done:
+                    self._changed.wait()
+                if pending.done:
+                    break
+                self._leading = True
+            try:
+                self._lead()
+            finally:
+                with self._changed:
+                    self._leading = False
+                    self._changed.notify_all()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _take(self) -> list[PendingCreate]:
+        with self._changed:
+            group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+            return group
+
+    def _lead(self) -> None:
+        group: list[PendingCreate] = []
+        results: list[tuple[PendingCreate, dict]] = []
+        try:
+            try:
+                with self.service.db.write() as conn:
+                    group = self._take()
+                    results = self._write(conn, group)
+            except Exception as error:
+                if len(group) == 1:
+                    group[0].error = error
+                    return
+                # Rolled back (or never begun): each member alone, for its own answer.
+                group = group or self._take()
+                for pending in group:
+                    self._write_alone(pending)
+                return
+            for pending, result in results:
+                pending.result = result
+        except BaseException as error:
+            for pending in group:
+                if pending.result is None and pending.error is None:
+                    pending.error = error
+            raise
+        finally:
+            for pending in group:
+                pending.done = True
+
+    def _write(self, conn, group: list[PendingCreate]) -> list[tuple[PendingCreate, dict]]:
+        service = self.service
+        group[:] = self._preconditions_held(conn, group)
+        if not service.value_lists.current(conn):
+            if len(group) > 1:
+                raise _Abandoned()  # validated against lists changed since: each alone, validated again
+            service.value_lists.refresh(conn)
+            for pending in group:
+                pending.clean, pending.warnings, _ = service.prepare_body(pending.record_type, pending.body)
+        by_actor: dict[object, list[PendingCreate]] = {}
+        for pending in group:
+            by_actor.setdefault(pending.actor, []).append(pending)
+        results: list[tuple[PendingCreate, dict]] = []
+        for actor, members in by_actor.items():
+            items = [NewRecord(p.record_type, p.clean, p.warnings, p.repo_id, options=p.options) for p in members]
+            results += zip(members, Batch(service, conn, actor).create(items))
+        return results
+
+    def _preconditions_held(self, conn, group: list[PendingCreate]) -> list[PendingCreate]:
+        """The members whose precondition holds; the others are answered and done."""
+        read: dict[Callable, object] = {}
+        held = []
+        for pending in group:
+            condition = pending.precondition
+            if condition is not None:
+                if condition.read not in read:
+                    read[condition.read] = condition.read(conn)
+                if read[condition.read] != condition.expected:
+                    pending.error, pending.done = PreconditionChanged(), True
+                    continue
+            held.append(pending)
+        return held
+
+    def _write_alone(self, pending: PendingCreate) -> None:
+        """In its own transaction, validated again (the group's batch changed its document)."""
+        service = self.service
+        try:
+            with service.db.write() as conn:
+                if not self._preconditions_held(conn, [pending]):
+                    return
+                service.value_lists.refresh(conn)
+                clean, warnings, _ = service.prepare_body(pending.record_type, pending.body)
+                pending.result = service.create_in(
+                    conn, pending.record_type, clean, warnings, repo_id=pending.repo_id, actor=pending.actor, options=pending.options
+                )
+        except Exception as error:
+            pending.result, pending.error = None, error
+
+
+class _Abandoned(Exception):
+    """The group cannot be written as one: its members are written one by one."""

@@ -1,0 +1,116 @@
+"""Concurrent creates written in one transaction (group commit) each get the answer they would
+have had alone: their own record, their own refusal, their own session check.
+
+On SQLite the test holds the database's write lock while the creates queue, so that they are
+written as one group once it is released; on PostgreSQL the creates run concurrently as they come."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import delete
+
+from fonds.auth import generation
+from fonds.auth.sessions import token_hash
+from tests.factories import Api, make_user, new_client
+
+GROUP = 6
+
+
+def _accession(n: int, **extra) -> dict:
+    return {"jsonmodel_type": "accession", "title": f"Grouped {n}", "id_0": f"G{n}", **extra}
+
+
+def _queued_together(api: Api, posts: list[tuple[Api, str, dict]], in_held_transaction=None) -> list:
+    """Send the creates at once; on SQLite they queue behind a write held here (in which
+    `in_held_transaction(conn)` runs) and are written together when it ends."""
+    services = api.client.app.state.fonds
+    grouped = services.records.grouped_creates
+    clients = [Api(new_client(api.client.app), who.token) for who, _, _ in posts]
+    for client in clients:
+        client.client.headers["X-ArchivesSpace-Session"] = client.token
+    with ThreadPoolExecutor(len(posts)) as pool:
+        if services.db.kind != "sqlite":
+            if in_held_transaction is not None:
+                with services.db.write() as conn:
+                    in_held_transaction(conn)
+            return list(pool.map(lambda i: clients[i].post(posts[i][1], json=posts[i][2]), range(len(posts))))
+        queued = threading.Event()
+        with services.db.write() as conn:
+            futures = [pool.submit(clients[i].post, path, json=body) for i, (_, path, body) in enumerate(posts)]
+            # The first to queue leads and waits for this transaction; the others wait for it.
+            while grouped.waiting < len(posts) and not any(f.done() for f in futures):
+                queued.wait(0.01)
+            if in_held_transaction is not None:
+                in_held_transaction(conn)
+        return [future.result() for future in futures]
+
+
+def test_creates_queued_together_each_get_their_own_record(api, repo):
+    path = f"/repositories/{repo}/accessions"
+    responses = _queued_together(api, [(api, path, _accession(n)) for n in range(GROUP)])
+    assert [r.status_code for r in responses] == [200] * GROUP, [r.text for r in responses]
+    ids = [r.json()["id"] for r in responses]
+    assert len(set(ids)) == GROUP
+    for n, response in enumerate(responses):
+        body = response.json()
+        assert body["status"] == "Created" and body["uri"] == f"{path}/{body['id']}" and body["lock_version"] == 0
+        record = api.get(body["uri"]).json()
+        assert (record["title"], record["id_0"], record["created_by"]) == (f"Grouped {n}", f"G{n}", "admin")
+
+
+def test_a_clash_inside_a_group_refuses_one_create_only(api, repo):
+    path = f"/repositories/{repo}/accessions"
+    bodies = [_accession(n) for n in range(GROUP)]
+    bodies[GROUP - 1] = {**bodies[GROUP - 1], "id_0": bodies[0]["id_0"]}
+    responses = _queued_together(api, [(api, path, body) for body in bodies])
+    clashing = [responses[0], responses[GROUP - 1]]
+    assert sorted(r.status_code for r in clashing) == [200, 400]
+    refused = next(r for r in clashing if r.status_code == 400)
+    assert "id_0" in refused.json()["error"]
+    assert [r.status_code for r in responses[1 : GROUP - 1]] == [200] * (GROUP - 2)
+    listed = api.get(path, params={"all_ids": "true"}).json()
+    assert len(listed) == GROUP - 1
+
+
+def test_a_bad_ref_inside_a_group_refuses_its_create_only(api, repo):
+    path = f"/repositories/{repo}/accessions"
+    bodies = [_accession(n) for n in range(GROUP)]
+    bodies[2] = {**bodies[2], "subjects": [{"ref": "/subjects/999999"}]}
+    responses = _queued_together(api, [(api, path, body) for body in bodies])
+    assert responses[2].status_code == 400
+    assert responses[2].json() == {"error": {"subjects/0": ["Can't relate to non-existent record: /subjects/999999"]}}
+    assert [r.status_code for n, r in enumerate(responses) if n != 2] == [200] * (GROUP - 1)
+
+
+def test_creates_of_several_users_in_one_group_are_stamped_with_their_own(api, repo):
+    other = make_user(api, "archivist", groups=[(repo, "repository-archivists")])
+    path = f"/repositories/{repo}/accessions"
+    posts = [(api if n % 2 else other, path, _accession(n)) for n in range(GROUP)]
+    responses = _queued_together(api, posts)
+    assert [r.status_code for r in responses] == [200] * GROUP, [r.text for r in responses]
+    for n, response in enumerate(responses):
+        record = api.get(response.json()["uri"]).json()
+        assert record["created_by"] == record["last_modified_by"] == ("admin" if n % 2 else "archivist")
+
+
+def test_a_create_waiting_while_its_session_ends_is_not_written(api, repo):
+    """The session ends (a logout committed) after the create was checked against the session
+    cache but before it is written: 412, and nothing written."""
+    writer = make_user(api, "archivist", groups=[(repo, "repository-archivists")])
+    path = f"/repositories/{repo}/accessions"
+    assert writer.post(path, json=_accession(100)).status_code == 200  # the session is now cached
+
+    def log_out(conn):
+        sessions = conn.info["fonds_tables"]["session"]
+        conn.execute(delete(sessions).where(sessions.c.token_hash == token_hash(writer.token)))
+        generation.bump(conn)
+
+    before = len(api.get(path, params={"all_ids": "true"}).json())
+    responses = _queued_together(api, [(writer, path, _accession(n)) for n in range(2)] + [(api, path, _accession(2))], log_out)
+    statuses = [r.status_code for r in responses]
+    if api.client.app.state.fonds.db.kind == "sqlite":
+        assert statuses == [412, 412, 200], [r.text for r in responses]
+    assert all(status in (200, 412) for status in statuses) and statuses[2] == 200
+    assert len(api.get(path, params={"all_ids": "true"}).json()) == before + statuses.count(200)
