@@ -7,8 +7,27 @@ from __future__ import annotations
 from sqlalchemy.exc import IntegrityError
 
 from fonds.errors import Invalid
-from fonds.records.registry import RecordType
+from fonds.records.registry import RecordType, UniqueKey
 from fonds.storage import records as store
+
+
+def clash(key: UniqueKey, columns: dict, other_uri: str | None) -> Invalid:
+    """The 400 for a record whose `columns` hold `key`'s values that `other_uri` (None: unknown)
+    already holds."""
+    extra = {"conflicting_record": [other_uri]} if key.report_conflict and other_uri else {}
+    return Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
+
+
+def refused_key(record_type: RecordType, refused: IntegrityError) -> UniqueKey | None:
+    """The unique key whose constraint the database named in refusing a write, if any."""
+    text = str(refused.orig)
+    constraint = getattr(getattr(refused.orig, "diag", None), "constraint_name", None)
+    for key in record_type.unique_keys:
+        name = f"uq_{record_type.name}_{'_'.join(key.columns)}"
+        columns = ", ".join(f"{record_type.name}.{column}" for column in key.columns)
+        if constraint == name or f"UNIQUE constraint failed: {columns}" in text:
+            return key
+    return None
 
 
 def error_for(conn, table, record_type: RecordType, columns: dict, record_id: int) -> Invalid | None:
@@ -16,8 +35,7 @@ def error_for(conn, table, record_type: RecordType, columns: dict, record_id: in
     for key in record_type.unique_keys:
         other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
         if other is not None:
-            extra = {"conflicting_record": [record_type.uri(other)]} if key.report_conflict else {}
-            return Invalid({key.field: [key.message.format(value=columns.get(key.columns[-1]))], **extra})
+            return clash(key, columns, record_type.uri(other))
     return None
 
 

@@ -19,9 +19,9 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 
 from fonds.errors import BadRequest, Invalid, nested_under
-from fonds.records import refs
+from fonds.records import refs, uniqueness
 from fonds.records.hooks import WriteContext
-from fonds.records.registry import RecordType, UniqueKey
+from fonds.records.registry import RecordType
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
 from fonds.storage import change_log, counts
@@ -229,28 +229,19 @@ class Batch:
             ]
         if problems:
             _, key, derived, other = min(problems, key=lambda problem: problem[0])
-            raise labelled(_clash(key, derived.row, other), derived.item.label)
-
-
-def _clash(key: UniqueKey, row: dict, other_uri: str | None) -> Invalid:
-    extra = {"conflicting_record": [other_uri]} if key.report_conflict and other_uri else {}
-    return Invalid({key.field: [key.message.format(value=row.get(key.columns[-1]))], **extra})
+            raise labelled(uniqueness.clash(key, derived.row, other), derived.item.label)
 
 
 def _unique_race(record_type: RecordType, members: list[_Derived], error: IntegrityError) -> Exception:
     """A unique constraint the database refused though the pre-check passed (a concurrent writer
     stored the same value first): the same 400 as the pre-check. Anything else stays an error."""
-    text = str(error.orig)
-    constraint = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
-    for key in record_type.unique_keys:
-        name = f"uq_{record_type.name}_{'_'.join(key.columns)}"
-        columns = ", ".join(f"{record_type.name}.{column}" for column in key.columns)
-        if constraint == name or f"UNIQUE constraint failed: {columns}" in text:
-            holders = [d for d in members if all(d.row.get(column) is not None for column in key.columns)]
-            if len(holders) != 1:
-                return _clash(key, {}, None)  # which member clashed the database does not say
-            return labelled(_clash(key, holders[0].row, None), holders[0].item.label)
-    return error
+    key = uniqueness.refused_key(record_type, error)
+    if key is None:
+        return error
+    holders = [d for d in members if all(d.row.get(column) is not None for column in key.columns)]
+    if len(holders) != 1:
+        return uniqueness.clash(key, {}, None)  # which member clashed the database does not say
+    return labelled(uniqueness.clash(key, holders[0].row, None), holders[0].item.label)
 
 
 def _change(derived: _Derived, now) -> dict:
