@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     path = report.write(result, args.results_dir)
     args.docs.parent.mkdir(parents=True, exist_ok=True)
-    args.docs.write_text(report.markdown(result))
+    args.docs.write_text(report.page(report.newest_per_database(args.results_dir, result)))
     print("\n".join(report.changes(result, before)))
     print(f"wrote {path} and {args.docs}")
     return 0

@@ -93,3 +93,19 @@ def test_bench_runs_against_a_real_server(tmp_path):
     page = (tmp_path / "performance.md").read_text()
     assert "| GET one accession | python |" in page
     assert "No previous" in run.stdout
+
+
+def test_the_page_shows_the_newest_run_of_each_database(tmp_path):
+    from bench import report
+
+    stored = json.loads((ROOT / "bench" / "results" / "2026-11-24-sqlite.json").read_text())
+    older_pg = {**stored, "db": "postgresql", "date": "2026-11-20T00:00:00Z"}
+    newer_pg = {**stored, "db": "postgresql", "date": "2026-11-22T00:00:00Z"}
+    for result in (older_pg, newer_pg):
+        report.write(result, tmp_path)
+    current = {**stored, "date": "2026-11-25T00:00:00Z"}
+    page = report.page(report.newest_per_database(tmp_path, current))
+    assert page.index("## sqlite") < page.index("## postgresql")
+    assert "Run 2026-11-25T00:00:00Z on **sqlite**" in page
+    assert "Run 2026-11-22T00:00:00Z on **postgresql**" in page
+    assert "2026-11-20" not in page
