@@ -4,6 +4,8 @@ strings (backend/app/model/top_container.rb, aspace-model.md §3.6)."""
 
 from __future__ import annotations
 
+import threading
+
 from tests.records.helpers import make_ao, make_resource, read, update
 
 
@@ -204,12 +206,15 @@ def test_a_page_of_containers_costs_a_bounded_number_of_queries(api, repo, app):
         box = make_container(api, repo, f"b{n}")
         make_ao(api, repo, f"f{n}", resource=resource, parent=series, level="file", instances=[instance(box)])
     engine = app.state.fonds.db.engine
-    # A search waits for the index to catch up: the indexer's own statements are not counted below.
-    assert api.get("/search", params={"page": 1, "q": "b11"}).status_code == 200
 
+    # The indexer's own statements (it polls the change log in its thread) are not the listing's.
     def statements_for(size: int) -> tuple[int, list[dict]]:
         seen = []
-        listener = lambda *args: seen.append(args[2])  # noqa: E731
+
+        def listener(*args):
+            if threading.current_thread().name != "fonds-indexer":
+                seen.append(args[2])
+
         event.listen(engine, "before_cursor_execute", listener)
         try:
             results = api.get(containers(repo), params={"page": 1, "page_size": size}).json()["results"]
