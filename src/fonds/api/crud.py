@@ -23,7 +23,7 @@ from fonds.auth import generation
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import cached_user
 from fonds.errors import Denied, FondsError
-from fonds.records.grouped_creates import Precondition, PreconditionChanged
+from fonds.records.grouped_creates import Precondition, PreconditionChanged, RefusedInWrite
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
 from fonds.records.suppression import set_suppressed
@@ -33,11 +33,14 @@ def _repo_id(request: Request) -> int | None:
     return path_int(request, "repo_id") if "repo_id" in request.path_params else None
 
 
-def create_as_cached_user(services, record_type: RecordType, token: str | None, body: bytes, repo_id: int | None) -> dict | None:
+def create_as_cached_user(
+    services, record_type: RecordType, token: str | None, body: bytes, repo_id: int | None
+) -> dict | FondsError | None:
     """The create written for the session the cache holds, on condition that the auth
     generation it was read at is still current in the writing transaction (so the session and
-    the permission are as good as read there). None: nothing written, the ordinary path
-    decides (no cached session, a permission it lacks, a changed generation, and any refusal,
+    the permission are as good as read there). A FondsError: the refusal made in that
+    transaction, the answer. None: nothing tried, the ordinary path decides (no cached
+    session, a permission it lacks, a changed generation, and any refusal before the write,
     which must come after the session's own 412 and 403)."""
     cached = cached_user(services.settings, services.sessions, token) if token else None
     if cached is None or not has_permission(cached[0].grants, record_type.permissions.create, repo_id):
@@ -47,6 +50,8 @@ def create_as_cached_user(services, record_type: RecordType, token: str | None, 
         return services.records.create(
             record_type, body, repo_id=repo_id, actor=actor_of(user), precondition=Precondition(generation.current, seen)
         )
+    except RefusedInWrite as refused:
+        return refused.refusal
     except (FondsError, PreconditionChanged):
         return None
 
@@ -88,6 +93,8 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
 
         def create() -> dict:
             written = create_as_cached_user(services, record_type, token, body, repo_id)
+            if isinstance(written, FondsError):
+                raise written
             if written is not None:
                 return written
             user = resolve_user(services, token)

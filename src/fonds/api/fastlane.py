@@ -64,9 +64,10 @@ def session_token(scope: Scope) -> str | None:
     return token.decode("latin-1") if token else None
 
 
-async def send_json(send: Send, body: bytes) -> None:
+async def send_json(send: Send, body: bytes, status: int = 200, extra: dict[str, str] | None = None) -> None:
     headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json"), CACHE_CONTROL]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    headers += [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -196,7 +197,10 @@ class RecordCreate:
         written = await run_in_threadpool(create_as_cached_user, services, self.record_type, token, body, repo_id)
         if written is None:
             return receive
-        await send_json(send, orjson.dumps(written))
+        if isinstance(written, FondsError):
+            await send_json(send, orjson.dumps(written.body()), written.status, written.headers())
+        else:
+            await send_json(send, orjson.dumps(written))
         return None
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fonds.errors import FondsError
 from fonds.records.writes import Batch, NewRecord
 
 if TYPE_CHECKING:
@@ -34,6 +35,15 @@ if TYPE_CHECKING:
 
 # Enough to take every create of a loaded server's request threads; bounds one group's latency.
 MAX_GROUP = 64
+
+
+class RefusedInWrite(Exception):
+    """A create with a precondition refused in its writing transaction, after the precondition
+    held there: `refusal` is its answer (trying again would only spend another id)."""
+
+    def __init__(self, refusal: FondsError):
+        super().__init__(str(refusal))
+        self.refusal = refusal
 
 
 class PreconditionChanged(Exception):
@@ -94,6 +104,8 @@ class GroupedCreates:
                 with self._changed:
                     self._leading = False
                     self._changed.notify_all()
+        if isinstance(pending.error, FondsError) and pending.precondition is not None:
+            raise RefusedInWrite(pending.error) from pending.error
         if pending.error is not None:
             raise pending.error
         return pending.result
