@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__, allocator
@@ -85,6 +87,22 @@ async def _release_memory(every: float) -> None:
         await anyio.to_thread.run_sync(allocator.release_free_memory)
 
 
+@functools.cache
+def api_routes() -> tuple[BaseRoute, ...]:
+    """Every route of the API. A route holds nothing of one app (its handler finds the services
+    on the request: `request.app.state.fonds`), so a process builds them once however many apps
+    it creates; building them (FastAPI inspects every endpoint's signature) is most of the time
+    `create_app` takes, and the test suite creates an app for each test."""
+    router = APIRouter()
+    for module in (system, enumerations, sessions, users, groups, locations, batch, search):
+        module.register(router)
+    for record_type in REGISTRY:
+        register_record_routes(router, record_type)
+    trees.register(router, REGISTRY)
+    lookups.register(router, REGISTRY)
+    return tuple(router.routes)
+
+
 class FondsApp(FastAPI):
     """FastAPI with the fast lane (`fonds.api.fastlane`) in front of its middleware and router."""
 
@@ -123,12 +141,7 @@ def create_app(settings: Settings) -> FondsApp:
     install_error_handlers(app, before_http_error=session_gone_response)
     # Routes go straight onto the app's router, so every one is a plain APIRoute that the
     # permission walk (tests/api/test_route_permissions.py) can inspect.
-    for module in (system, enumerations, sessions, users, groups, locations, batch, search):
-        module.register(app.router)
-    for record_type in REGISTRY:
-        register_record_routes(app.router, record_type)
-    trees.register(app.router, REGISTRY)
-    lookups.register(app.router, REGISTRY)
+    app.router.routes.extend(api_routes())
     app.fast_lane = FastLane.build(app, app.router.routes, REGISTRY, backend_name(settings.effective_database_url))
     spec: dict = {}
     app.openapi = lambda: spec or spec.update(openapi.build(app, app.state.fonds.records.schemas.schemas, REGISTRY)) or spec
