@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import defaultdict
 
@@ -35,6 +36,22 @@ def rewrite(value, mapping: dict[str, str]):
     if isinstance(value, str):
         return mapping.get(value, value)
     return value
+
+
+# A ref in records serialised by orjson: `"ref":"<uri>"` (a quote inside a JSON string is escaped).
+_REF = re.compile(rb'"ref":"((?:[^"\\]|\\.)*)"')
+
+
+def serialised_with_refs_replaced(records: list[dict], mapping: dict[str, str]) -> bytes:
+    """The records as JSON with every temporary URI they refer to replaced by the real one,
+    where known: on the serialised bytes, as walking every value of a million records made
+    the client, not the server, a good part of a bulk load's time."""
+
+    def replace(match: re.Match) -> bytes:
+        uri = mapping.get(orjson.loads(b'"' + match.group(1) + b'"'))
+        return match.group(0) if uri is None else b'"ref":' + orjson.dumps(uri)
+
+    return _REF.sub(replace, orjson.dumps(records))
 
 
 def saved_uris(body) -> dict[str, str]:
@@ -89,8 +106,8 @@ class Loader:
         connection = self.connection()
         try:
             for start in range(0, len(unit), CHUNK):
-                chunk = [rewrite(record, self.mapping) for record in unit[start : start + CHUNK]]
-                status, body = await connection.request("POST", f"{repo}/batch_imports", orjson.dumps(chunk))
+                chunk = unit[start : start + CHUNK]
+                status, body = await connection.request("POST", f"{repo}/batch_imports", serialised_with_refs_replaced(chunk, self.mapping))
                 if status != 200:
                     raise LoadError(f"batch_imports answered {status}: {body[:500].decode(errors='replace')}")
                 saved = saved_uris(orjson.loads(body))

@@ -4,6 +4,7 @@ temporary URIs, created in dependency order, all or none."""
 from __future__ import annotations
 
 import json
+import uuid
 
 from tests.factories import make_user
 from tests.test_cli import run_cli
@@ -132,3 +133,28 @@ def test_temporary_uris_that_look_like_created_ones_are_each_replaced_once(api, 
     )
     assert [ref["ref"] for ref in accession.json()["subjects"]] == [saved[first][0], saved[second][0]]
     assert api.get(saved[first][0]).json()["title"] == "First"
+
+
+def test_every_imported_component_gets_its_own_random_uuid_ref_id(api, repo):
+    """Hundreds in one batch: more than one read of the system's random source serves."""
+    base = f"/repositories/{repo}"
+    resource = {"jsonmodel_type": "resource", "uri": f"{base}/resources/import_r", "title": "R", "id_0": "REF-1", "level": "collection"}
+    components = [
+        {"jsonmodel_type": "archival_object", "uri": f"{base}/archival_objects/import_{n}", "title": f"C{n}", "level": "file"}
+        | {"resource": {"ref": resource["uri"]}}
+        for n in range(600)
+    ]
+    response = api.post(f"{base}/batch_imports", json=[resource, *components])
+    assert response.status_code == 200, response.text
+    ids = [value[1] for key, value in response.json()[-1]["saved"].items() if "/archival_objects/" in key]
+    records = [
+        record
+        for start in range(0, len(ids), 9)
+        for record in api.get(f"{base}/archival_objects", params={"id_set": ",".join(map(str, ids[start : start + 9]))}).json()
+    ]
+    ref_ids = [uuid.UUID(record["ref_id"]) for record in records]
+    assert len(ref_ids) == 600 and len(set(ref_ids)) == 600
+    assert all(
+        ref_id.version == 4 and ref_id.variant == uuid.RFC_4122 and ref_id.hex == record["ref_id"]
+        for ref_id, record in zip(ref_ids, records)
+    )

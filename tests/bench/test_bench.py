@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 from bench.generate import Archive, plan
-from bench.load import rewrite, saved_uris
+from bench.load import rewrite, saved_uris, serialised_with_refs_replaced
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = {"throughput_rps", "p50_ms", "p95_ms", "p99_ms", "requests"}
@@ -63,6 +65,12 @@ def test_batch_import_answers_are_mapped_and_refs_rewritten():
         "resource": {"ref": "/repositories/2/resources/9"},
         "parent": {"ref": "/repositories/2/archival_objects/import_1_0"},
     }
+    quoted = {'/subjects/import_"1"': "/subjects/4"}
+    records = [record, {"uri": "/repositories/2/resources/import_1", "subjects": [{"ref": '/subjects/import_"1"'}]}]
+    assert orjson.loads(serialised_with_refs_replaced(records, mapping | quoted)) == [
+        rewrite(record, mapping),
+        {"uri": "/repositories/2/resources/import_1", "subjects": [{"ref": "/subjects/4"}]},
+    ]
 
 
 def test_bench_runs_against_a_real_server(tmp_path):

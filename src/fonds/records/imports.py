@@ -21,6 +21,7 @@ import orjson
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records.registry import RecordType
 from fonds.records.writes import Batch, NewRecord
+from fonds.storage.db import bulk_page_cache
 
 FIELD = "batch_import"
 
@@ -160,7 +161,7 @@ def import_batch(
     """Create every record in the caller's transaction as one batch; returns {temporary URI: [URI, id]}.
 
     Ids are allocated first, so every temporary ref is replaced before any record is validated."""
-    with BULK_IMPORTS.one():
+    with BULK_IMPORTS.one(), bulk_page_cache(conn):
         return _import(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
 
 
