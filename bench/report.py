@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 ORDER = [
-    "get_one", "get_resolve", "list_10_first", "list_10_last", "list_250_first", "list_250_last", "all_ids",
+    "get_one", "get_resolve", "list_10_first", "list_10_last", "list_10_first_1", "list_10_last_1", "ao_list_10_last_1",
+    "list_250_first", "list_250_last", "all_ids",
     "search_term", "search_phrase", "search_boolean", "search_faceted", "tree_root", "tree_waypoint", "tree_node",
-    "login", "create", "update", "delete",
+    "login", "login_32", "create", "update", "delete",
 ]  # fmt: skip
 
 

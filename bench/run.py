@@ -20,7 +20,7 @@ from bench import drive, environment, processes, wrk
 from bench.generate import BIG_TREE_SHARE, SCALES, Archive, plan
 from bench.load import Loader, load_archive
 from bench.processes import Sampler
-from bench.scenarios import CREATE, DELETE, LOGIN, NEW_ACCESSION, UPDATE, Scenario, read_scenarios, search_path
+from bench.scenarios import CREATE, DELETE, LOGIN, LOGIN_32, NEW_ACCESSION, UPDATE, Scenario, read_scenarios, search_path
 
 HOST = "127.0.0.1"
 MB = 1024 * 1024
@@ -105,6 +105,8 @@ class Bench:
             "accessions": acc["total"],
             "last_10": acc["last_page"],
             "last_250": last_250,
+            "archival_objects": ao["total"],
+            "ao_last_10": max(1, -(-ao["total"] // 10)),
             "archival_object": ao["results"][0]["uri"] if ao["results"] else f"{self.repo}/archival_objects/1",
             "resource": big,
             "deep_node": inner[0] or inner[1] or "",
@@ -158,8 +160,9 @@ class Bench:
     def scenarios(self, targets: dict) -> dict:
         results = {}
         for scenario in read_scenarios(targets):
-            results[scenario.name] = self.run_scenario(scenario, {"requests": [{"path": scenario.path}]})
-        results["login"] = self.run_scenario(LOGIN, {"username": "admin", "password": self.password, "token": None})
+            results[scenario.name] = self.run_scenario(scenario, {"requests": [{"path": scenario.path}]}, scenario.clients)
+        for login in (LOGIN, LOGIN_32):
+            results[login.name] = self.run_scenario(login, {"username": "admin", "password": self.password, "token": None}, login.clients)
         create = self.run_scenario(CREATE, {"path": f"{self.repo}/accessions", "record": NEW_ACCESSION})
         created = create.pop("created", [])
         results["create"] = create
@@ -292,8 +295,8 @@ def add_ratios(result: dict) -> None:
     fraction of the ceiling's, latencies as multiples of the ceiling's."""
     for figures in result["scenarios"].values():
         ceiling = result["ceiling"].get(figures.get("tool", ""))
-        if not ceiling or not figures.get("requests"):
-            continue
+        if not ceiling or not figures.get("requests") or figures.get("clients") != ceiling.get("clients"):
+            continue  # the ceiling is measured with the run's clients only
         figures["ratio_to_ceiling"] = {
             "throughput": round(figures["throughput_rps"] / ceiling["throughput_rps"], 4),
             **{key: round(figures[key] / ceiling[key], 2) for key in ("p50_ms", "p95_ms", "p99_ms") if ceiling[key]},

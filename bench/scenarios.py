@@ -14,6 +14,7 @@ class Scenario:
     kind: str = "requests"  # a maker in bench.drive; "requests" are fixed GETs (wrk can run them)
     path: str = ""
     params: dict = field(default_factory=dict)
+    clients: int | None = None  # None: the run's number of clients
 
     @property
     def fixed_get(self) -> bool:
@@ -39,6 +40,24 @@ def read_scenarios(t: dict) -> list[Scenario]:
         ),
         Scenario("list_10_first", "list accessions, page of 10, first page", listing, path=f"{acc}?page=1&page_size=10"),
         Scenario("list_10_last", "list accessions, page of 10, last page", listing, path=f"{acc}?page={t['last_10']}&page_size=10"),
+        # The listing target is a latency one: any page, one client, p50 ≤ 10 ms however long the table.
+        Scenario(
+            "list_10_first_1", "list accessions, page of 10, first page, 1 client", listing, path=f"{acc}?page=1&page_size=10", clients=1
+        ),
+        Scenario(
+            "list_10_last_1",
+            "list accessions, page of 10, last page, 1 client",
+            listing,
+            path=f"{acc}?page={t['last_10']}&page_size=10",
+            clients=1,
+        ),
+        Scenario(
+            "ao_list_10_last_1",
+            f"list archival objects ({t['archival_objects']:,}), page of 10, last page, 1 client",
+            "GET /repositories/{repo_id}/archival_objects",
+            path=f"{repo}/archival_objects?page={t['ao_last_10']}&page_size=10",
+            clients=1,
+        ),
         Scenario("list_250_first", "list accessions, page of 250, first page", listing, path=f"{acc}?page=1&page_size=250"),
         Scenario("list_250_last", "list accessions, page of 250, last page", listing, path=f"{acc}?page={t['last_250']}&page_size=250"),
         Scenario("all_ids", f"all_ids over {t['accessions']:,} accessions", listing, path=f"{acc}?all_ids=true"),
@@ -73,6 +92,8 @@ def read_scenarios(t: dict) -> list[Scenario]:
 
 
 LOGIN = Scenario("login", "login", "POST /users/{username}/login", kind="login")
+# The memory target holds "under load, including 32 concurrent logins".
+LOGIN_32 = Scenario("login_32", "login, 32 clients", "POST /users/{username}/login", kind="login", clients=32)
 CREATE = Scenario("create", "create an accession", "POST /repositories/{repo_id}/accessions", kind="create")
 UPDATE = Scenario("update", "update an accession", "POST /repositories/{repo_id}/accessions/{id}", kind="update")
 DELETE = Scenario("delete", "delete an accession", "DELETE /repositories/{repo_id}/accessions/{id}", kind="delete")
