@@ -65,3 +65,20 @@ def test_a_search_past_the_wait_says_the_index_is_behind(stalled_index, api, rep
     assert response.status_code == 200
     assert response.json()["total_hits"] == 0
     assert int(response.headers[BEHIND_HEADER]) >= 1
+
+
+@pytest.mark.parametrize("settings_overrides", [{"search_wait_seconds": 1.0}])
+def test_a_batch_import_is_found_by_the_next_search(api, repo):
+    """The indexer leaves a stream of imports a quiet period (longer than this search may wait)
+    before it indexes them; a search waiting for them does not wait for it."""
+    base = f"/repositories/{repo}"
+    records = [
+        {"jsonmodel_type": "accession", "title": f"Imported ledger{n}", "id_0": f"IMP-{n}", "uri": f"{base}/accessions/import_{n}"}
+        for n in range(3)
+    ]
+    response = api.post(f"{base}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    created = sorted(uri for uri, _ in response.json()[-1]["saved"].values())
+    found = search(api, f"{base}/search", q="ledger0 OR ledger1 OR ledger2")
+    assert BEHIND_HEADER not in found.headers
+    assert sorted(d["uri"] for d in found.json()["results"]) == created

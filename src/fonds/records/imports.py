@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -122,12 +123,18 @@ class BulkImports:
     """The batch imports running in this process. While any runs, Python's cyclic garbage
     collector is off: a batch holds its records (millions of objects) until it is written, and
     each full collection walks them all (about a sixth of a large import's time, for records that
-    hold no cycles). And the search indexer of the process waits (`wait_until_none`) rather than
-    contend with the import for the interpreter: it catches up once the import is done."""
+    hold no cycles). And the search indexer of the process waits (`wait_until_quiet`) rather than
+    contend with the imports for the interpreter: it catches up once they are done."""
+
+    # A bulk load is a stream of imports, the next sent as soon as the last is answered: the
+    # indexer waits this long after one ends before it starts, or it would take the interpreter
+    # from the next one at every gap between two.
+    QUIET_SECONDS = 2.0
 
     def __init__(self):
         self.changed = threading.Condition()
         self.running, self.collector_was_enabled = 0, False
+        self.finished_at = float("-inf")
 
     @contextmanager
     def one(self) -> Iterator[None]:
@@ -141,15 +148,24 @@ class BulkImports:
         finally:
             with self.changed:
                 self.running -= 1
+                self.finished_at = time.monotonic()
                 if self.running == 0:
                     if self.collector_was_enabled:
                         gc.enable()
                     self.changed.notify_all()
 
-    def wait_until_none(self, timeout: float) -> bool:
-        """Wait (at most `timeout` seconds) until no import runs; True if none runs."""
+    def wait_until_quiet(self, timeout: float, quiet: float = QUIET_SECONDS) -> bool:
+        """Wait (at most `timeout` seconds) until no import has run for `quiet` seconds; True then."""
+        deadline = time.monotonic() + timeout
         with self.changed:
-            return self.changed.wait_for(lambda: self.running == 0, timeout)
+            while True:
+                now = time.monotonic()
+                if self.running == 0 and now - self.finished_at >= quiet:
+                    return True
+                if now >= deadline:
+                    return False
+                until_quiet = self.finished_at + quiet - now if self.running == 0 else deadline - now
+                self.changed.wait(min(until_quiet, deadline - now))
 
 
 BULK_IMPORTS = BulkImports()

@@ -275,9 +275,11 @@ class IndexerThread(threading.Thread):
             self.wake.clear()
 
     def _no_import_running(self) -> bool:
-        """A batch import of this process has the interpreter to itself: indexing alongside it
-        halved its speed (both want the GIL); the index catches up once it is done."""
-        return BULK_IMPORTS.wait_until_none(self.POLL_SECONDS)
+        """Batch imports of this process have the interpreter to themselves: indexing alongside
+        them halved their speed (both want the GIL); the index catches up once they are done.
+        A search waiting for its changes (`hurry`) does not wait for the imports' quiet period."""
+        quiet = 0 if self.hurried.is_set() else BULK_IMPORTS.QUIET_SECONDS
+        return BULK_IMPORTS.wait_until_quiet(self.POLL_SECONDS, quiet)
 
     def hurry(self) -> None:
         """Apply the changes now: a search is waiting for them."""
