@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from bench import processes
+from bench import environment, processes
 from bench.http import Connection
 
 HOST = "127.0.0.1"
@@ -105,8 +105,9 @@ def main() -> None:
     options = parser.parse_args()
     processes.install_cleanup()
     password = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory(prefix="fonds-writes-") as tmp:
-        server, port = start_server(Path(tmp) / "data", options.database_url, password, options.source)
+    # PostgreSQL: a fresh database for the run (environment.database), dropped afterwards.
+    with tempfile.TemporaryDirectory(prefix="fonds-writes-") as tmp, environment.database(options.database_url, Path(tmp)) as database_url:
+        server, port = start_server(Path(tmp) / "data", database_url, password, options.source)
         base = f"http://{HOST}:{port}"
         token = httpx.post(f"{base}/users/admin/login", data={"password": password}).json()["session"]
         headers = {"X-ArchivesSpace-Session": token}
