@@ -48,6 +48,15 @@ def test_siblings_positions_stay_what_get_returns(api, repo):
     assert _doc(api, repo, b)["json"] == api.get(b).text
 
 
+def test_siblings_positions_stay_what_get_returns_after_moves_within_the_list(api, repo):
+    resource = make_resource(api, repo, "Ledgers")
+    nodes = [make_ao(api, repo, name, resource=resource)["uri"] for name in "ABCDE"]
+    for moved, position in ((nodes[1], 3), (nodes[4], 0), (nodes[2], 4)):  # later, to the front, to the end
+        assert api.post(f"{moved}/parent", params={"position": position}).status_code == 200
+        for uri in nodes:
+            assert _doc(api, repo, uri)["json"] == api.get(uri).text
+
+
 def test_deleted_records_leave_no_document(api, repo):
     resource = make_resource(api, repo, "Doomed papers")
     child = make_ao(api, repo, "Doomed part", resource=resource)["uri"]

@@ -143,19 +143,40 @@ def ancestor_uris(doc: dict) -> list[str]:
     return [a["ref"] for a in doc.get("ancestors") or [] if isinstance(a, dict) and a.get("ref")]
 
 
-def _node_siblings_from(conn, registry, node_type: str, doc: dict, position: int) -> list[str]:
-    """URIs of the nodes beside `doc` (same root and parent) at `position` or after."""
-    from sqlalchemy import select
-
+def _sibling_list(conn, registry, node_type: str, doc: dict):
+    """The table, the record type and the conditions selecting the sibling list `doc` is in."""
     table = conn.info["fonds_tables"][node_type]
     record_type = registry[node_type]
     spec = record_type.tree
     parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, spec.root_field) or "")
     root_column = table.c[spec.root_column]
-    where = [table.c.position >= position]
-    where.append(table.c.parent_id.is_(None) if parent is None else table.c.parent_id == parent.record_id)
-    where.append(root_column.is_(None) if root is None else root_column == root.record_id)
-    return [record_type.uri(i, repo) for i, repo in conn.execute(select(table.c.id, table.c.repo_id).where(*where))]
+    where = [
+        table.c.parent_id.is_(None) if parent is None else table.c.parent_id == parent.record_id,
+        root_column.is_(None) if root is None else root_column == root.record_id,
+    ]
+    return table, record_type, where
+
+
+def _siblings_from_node(conn, registry, node_type: str, doc: dict) -> list[str]:
+    """URIs of the node `doc` (as stored now) and of the siblings after it: one range of the
+    sibling index, so a node appended to a list of 100,000 finds only itself."""
+    from sqlalchemy import select
+
+    table, record_type, where = _sibling_list(conn, registry, node_type, doc)
+    own = select(table.c.position).where(table.c.id == registry.parse_uri(doc["uri"]).record_id).scalar_subquery()
+    rows = conn.execute(select(table.c.id, table.c.repo_id).where(*where, table.c.position >= own))
+    return [record_type.uri(i, repo) for i, repo in rows]
+
+
+def _siblings_from_position(conn, registry, node_type: str, doc: dict, position: int) -> list[str]:
+    """URIs of the siblings of the list `doc` names at logical `position` (0-based) or after.
+    Positions a client sees are logical; the column holds physical ones with gaps
+    (trees/positions.py), so the list is counted in order, not compared with the column."""
+    from sqlalchemy import select
+
+    table, record_type, where = _sibling_list(conn, registry, node_type, doc)
+    rows = conn.execute(select(table.c.id, table.c.repo_id).where(*where).order_by(table.c.position).offset(position))
+    return [record_type.uri(i, repo) for i, repo in rows]
 
 
 def _node_descendants(conn, registry, node_type: str, uri: str) -> list[str]:
@@ -212,12 +233,14 @@ def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[
     if before == after:
         return found
     if old and before[:2] != (after or (None, None))[:2]:
-        found += _node_siblings_from(conn, registry, node_type, old, old.get("position") or 0)
+        # Gone from its list (moved elsewhere or deleted): the siblings that were after it.
+        found += _siblings_from_position(conn, registry, node_type, old, old.get("position") or 0)
     if new:
-        start = new.get("position") or 0
-        if old and before[:2] == after[:2]:
-            start = min(start, old.get("position") or 0)
-        found += _node_siblings_from(conn, registry, node_type, new, start)
+        if old and before[:2] == after[:2] and (old.get("position") or 0) < (new.get("position") or 0):
+            # Moved later within its list: the siblings from where it was.
+            found += _siblings_from_position(conn, registry, node_type, new, old.get("position") or 0)
+        else:
+            found += _siblings_from_node(conn, registry, node_type, new)
         if old and ancestor_uris(old) != ancestor_uris(new):
             found += _node_descendants(conn, registry, node_type, new["uri"])
     return found
