@@ -157,15 +157,35 @@ def _sibling_list(conn, registry, node_type: str, doc: dict):
     return table, record_type, where
 
 
+# Built once per table and list kind (top level or not) with bound parameters: the indexer runs
+# one for every node it indexes, and building the statement cost more than running it.
+_FROM_NODE: dict[tuple, object] = {}
+
+
 def _siblings_from_node(conn, registry, node_type: str, doc: dict) -> list[str]:
     """URIs of the node `doc` (as stored now) and of the siblings after it: one range of the
     sibling index, so a node appended to a list of 100,000 finds only itself."""
-    from sqlalchemy import select
+    from sqlalchemy import bindparam, select
 
-    table, record_type, where = _sibling_list(conn, registry, node_type, doc)
-    own = select(table.c.position).where(table.c.id == registry.parse_uri(doc["uri"]).record_id).scalar_subquery()
-    rows = conn.execute(select(table.c.id, table.c.repo_id).where(*where, table.c.position >= own))
-    return [record_type.uri(i, repo) for i, repo in rows]
+    table = conn.info["fonds_tables"][node_type]
+    record_type = registry[node_type]
+    spec = record_type.tree
+    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, spec.root_field) or "")
+    key = (table.name, parent is None, root is None)
+    if key not in _FROM_NODE:
+        root_column = table.c[spec.root_column]
+        own = select(table.c.position).where(table.c.id == bindparam("node")).scalar_subquery()
+        _FROM_NODE[key] = select(table.c.id, table.c.repo_id).where(
+            table.c.parent_id.is_(None) if parent is None else table.c.parent_id == bindparam("parent"),
+            root_column.is_(None) if root is None else root_column == bindparam("root"),
+            table.c.position >= own,
+        )
+    params = {"node": registry.parse_uri(doc["uri"]).record_id}
+    if parent is not None:
+        params["parent"] = parent.record_id
+    if root is not None:
+        params["root"] = root.record_id
+    return [record_type.uri(i, repo) for i, repo in conn.execute(_FROM_NODE[key], params)]
 
 
 def _siblings_from_position(conn, registry, node_type: str, doc: dict, position: int) -> list[str]:
