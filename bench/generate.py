@@ -119,7 +119,8 @@ class Archive:
         for n in range(1, self.plan.subjects + 1):
             uri = f"/subjects/import_{self.prefix}{n}"
             self.subjects.append(uri)
-            term = f"{self.words(2).title()} {n}"
+            # The prefix too: subjects are global, and two repositories' archives draw their words alike.
+            term = f"{self.words(2).title()} {self.prefix}{n}"
             yield {
                 "jsonmodel_type": "subject",
                 "uri": uri,
