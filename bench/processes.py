@@ -98,6 +98,19 @@ def rss_bytes(pid: int) -> int:
     return total
 
 
+def anonymous_rss_bytes(pid: int) -> int:
+    """The part of RSS that is the processes' own memory (`RssAnon`): the rest is files mapped
+    in (the search index's segments, shared libraries), pages the kernel can drop and read again."""
+    total = 0
+    for p in process_tree(pid):
+        try:
+            line = next(line for line in Path(f"/proc/{p}/status").read_text().splitlines() if line.startswith("RssAnon:"))
+            total += int(line.split()[1]) * 1024
+        except (OSError, StopIteration, IndexError, ValueError):
+            pass
+    return total
+
+
 def cpu_seconds(pid: int) -> float:
     total = 0.0
     for p in process_tree(pid):
@@ -113,14 +126,18 @@ class Sampler:
     """Samples a process tree's RSS every 50 ms while a scenario runs; keeps the peak."""
 
     def __init__(self, pid: int):
-        self.pid, self.peak = pid, 0
+        self.pid, self.peak, self.anonymous_peak = pid, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, rss_bytes(self.pid))
+            self._sample()
             self._stop.wait(0.05)
+
+    def _sample(self) -> None:
+        self.peak = max(self.peak, rss_bytes(self.pid))
+        self.anonymous_peak = max(self.anonymous_peak, anonymous_rss_bytes(self.pid))
 
     def __enter__(self) -> Sampler:
         self.cpu_before = cpu_seconds(self.pid)
@@ -130,5 +147,5 @@ class Sampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, rss_bytes(self.pid))
+        self._sample()
         self.cpu = cpu_seconds(self.pid) - self.cpu_before

@@ -72,12 +72,22 @@ def summary(result: dict) -> list[str]:
     return [
         f"- Archive: {records}",
         f"- Load: {load['records']:,} records via `{load['path']}` in {load['seconds']:,} s = **{load['records_per_s']:,.0f} records/s**",
-        f"- Server RSS: {rss['at_start']} MB at start, {rss['at_rest']} MB at rest after loading, {rss['under_load_peak']} MB peak under load",
+        f"- Server RSS: {rss['at_start']} MB at start, {rss['at_rest']} MB at rest after loading, {rss['under_load_peak']} MB peak under load"
+        + _anonymous_part(rss),
         f"- Database size after loading and the scenarios: {result['database_bytes'] / 1024 / 1024:,.1f} MB",
         f"- From a write's response to its searchability: {search_line}",
         f"- Search index caught up with the load {result.get('index_catch_up', {}).get('seconds', '—')} s after it ended (scenarios start then)",
         f"- Reindex (`fonds reindex` while serving): {_reindex_line(result.get('reindex', {}))}",
     ]
+
+
+def _anonymous_part(rss: dict) -> str:
+    if "anonymous_at_rest" not in rss:
+        return ""  # a result from before the bench measured it
+    return (
+        f"; of which the processes' own memory (RssAnon) {rss['anonymous_at_start']} / {rss['anonymous_at_rest']} / "
+        f"{rss['anonymous_under_load_peak']} MB, the rest files mapped in (search index segments, libraries)"
+    )
 
 
 def _reindex_line(reindex: dict) -> str:

@@ -127,7 +127,12 @@ class Bench:
                 )
             else:
                 figures = self.executor.submit(drive.run, {**base, **spec}).result(timeout=self.o.duration + 300)
-        figures.update(tool="wrk" if use_wrk else "python", clients=clients, rss_peak_mb=round(sampler.peak / MB, 1))
+        figures.update(
+            tool="wrk" if use_wrk else "python",
+            clients=clients,
+            rss_peak_mb=round(sampler.peak / MB, 1),
+            anonymous_rss_peak_mb=round(sampler.anonymous_peak / MB, 1),
+        )
         if figures["requests"]:
             figures["server_cpu_ms_per_request"] = round(sampler.cpu * 1000 / figures["requests"], 3)
         return figures
@@ -246,7 +251,7 @@ def _measure_all(bench: Bench, options: Options, database_url: str | None, data_
     result = {"format": 1, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "db": "postgresql" if database_url else "sqlite"}
     result["machine"], result["versions"] = environment.machine(), environment.versions(database_url)
     bench.start_servers()
-    start_rss = processes.rss_bytes(bench.server.pid)
+    start_rss, start_anonymous = processes.rss_bytes(bench.server.pid), processes.anonymous_rss_bytes(bench.server.pid)
     result["settings"] = {
         "scale": options.scale if not options.records else f"{options.records} records",
         "seed": options.seed,
@@ -262,7 +267,7 @@ def _measure_all(bench: Bench, options: Options, database_url: str | None, data_
     result["index_catch_up"] = bench.index_catch_up()
     log(f"search index caught up {result['index_catch_up'].get('seconds')} s after the load")
     time.sleep(1)
-    rest = processes.rss_bytes(bench.server.pid)
+    rest, rest_anonymous = processes.rss_bytes(bench.server.pid), processes.anonymous_rss_bytes(bench.server.pid)
     log("ceiling …")
     result["ceiling"] = (
         {
@@ -280,10 +285,14 @@ def _measure_all(bench: Bench, options: Options, database_url: str | None, data_
     log("reindex …")
     result["reindex"] = bench.reindex()
     peaks = [s.get("rss_peak_mb", 0) for s in result["scenarios"].values()]
+    anonymous_peaks = [s.get("anonymous_rss_peak_mb", 0) for s in result["scenarios"].values()]
     result["server_rss_mb"] = {
         "at_start": round(start_rss / MB, 1),
         "at_rest": round(rest / MB, 1),
         "under_load_peak": max(peaks, default=0),
+        "anonymous_at_start": round(start_anonymous / MB, 1),
+        "anonymous_at_rest": round(rest_anonymous / MB, 1),
+        "anonymous_under_load_peak": max(anonymous_peaks, default=0),
     }
     result["database_bytes"] = environment.database_bytes(database_url, data_dir / "fonds")
     add_ratios(result)

@@ -97,6 +97,8 @@ def test_bench_runs_against_a_real_server(tmp_path):
     for figures in result["scenarios"].values():
         assert "available" in figures  # routes not served yet are reported, not crashed on
     assert result["server_rss_mb"]["at_rest"] > 0 and result["server_rss_mb"]["under_load_peak"] > 0
+    rss = result["server_rss_mb"]
+    assert 0 < rss["anonymous_at_rest"] <= rss["at_rest"] and 0 < rss["anonymous_under_load_peak"] <= rss["under_load_peak"]
     assert result["database_bytes"] > 0
     page = (tmp_path / "performance.md").read_text()
     assert "| GET one accession | python |" in page
