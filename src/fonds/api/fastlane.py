@@ -181,7 +181,8 @@ class RecordCreate:
     """POST a new record (no query parameters): the body read here, then, in one thread-pool
     hop, the create written for the cached session (`crud.create_as_cached_user`). When that
     writes nothing (no cached session, a refusal of any kind) the ordinary path answers, the
-    body replayed to it, and gives the answers it always gives (412, 403, 400, 413)."""
+    body replayed to it, and gives the answers it always gives (412, 403, 400, 413). The hop is
+    to the services' own executor (`create_threads`), cheaper than anyio's."""
 
     record_type: RecordType
 
@@ -194,7 +195,9 @@ class RecordCreate:
             return receive
         token = session_token(scope)
         repo_id = ints[0] if self.record_type.repo_scoped else None
-        written = await run_in_threadpool(create_as_cached_user, services, self.record_type, token, body, repo_id)
+        written = await asyncio.get_running_loop().run_in_executor(
+            services.create_threads, create_as_cached_user, services, self.record_type, token, body, repo_id
+        )
         if written is None:
             return receive
         if isinstance(written, FondsError):

@@ -73,12 +73,14 @@ class PendingCreate:
     result: dict | None = None
     error: BaseException | None = None
     done: bool = False
+    # Held while the create waits: released when it is done or handed the lead.
+    wake: threading.Lock = field(default_factory=threading.Lock)
 
 
 class GroupedCreates:
     def __init__(self, service):
         self.service = service
-        self._changed = threading.Condition()
+        self._mutex = threading.Lock()
         self._queue: list[PendingCreate] = []
         self._leading = False
 
@@ -89,46 +91,60 @@ class GroupedCreates:
 
     def create(self, pending: PendingCreate) -> dict:
         """Write `pending` (in a group, or led by this thread) and return its write result."""
-        with self._changed:
+        # Each waiting thread sleeps on its own lock, released by the leader when its create is
+        # done or the lead is handed to it: only the threads concerned wake (one condition for
+        # all woke every waiting thread at every commit, most of them to sleep again).
+        pending.wake.acquire()
+        with self._mutex:
             self._queue.append(pending)
-        while True:
-            with self._changed:
-                while self._leading and not pending.done:
-                    self._changed.wait()
-                if pending.done:
-                    break
-                self._leading = True
+            leads, self._leading = not self._leading, True
+        if not leads:
+            pending.wake.acquire()
+        if not pending.done:
             try:
-                self._lead()
+                while not pending.done:
+                    self._lead(pending)
             finally:
-                with self._changed:
-                    self._leading = False
-                    self._changed.notify_all()
+                self._hand_on()
         if isinstance(pending.error, FondsError) and pending.precondition is not None:
             raise RefusedInWrite(pending.error) from pending.error
         if pending.error is not None:
             raise pending.error
         return pending.result
 
+    def _hand_on(self) -> None:
+        """The lead to the first create still queued, or to the next to come."""
+        with self._mutex:
+            if self._queue:
+                self._queue[0].wake.release()
+            else:
+                self._leading = False
+
     def _take(self) -> list[PendingCreate]:
-        with self._changed:
+        with self._mutex:
             group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
             return group
 
-    def _lead(self) -> None:
+    def _lead(self, leader: PendingCreate) -> None:
+        # `taken`: every create of the group, to be woken; `group`: those still to be written
+        # (`_write` drops those whose precondition failed, answered already).
         group: list[PendingCreate] = []
+        taken: list[PendingCreate] = []
         results: list[tuple[PendingCreate, dict]] = []
         try:
             try:
                 with self.service.db.write() as conn:
                     group = self._take()
+                    taken = list(group)
                     results = self._write(conn, group)
             except Exception as error:
                 if len(group) == 1:
                     group[0].error = error
                     return
                 # Rolled back (or never begun): each member alone, for its own answer.
-                group = group or self._take()
+                if not taken:
+                    group = self._take()
+                    taken = list(group)
                 for pending in group:
                     self._write_alone(pending)
                 return
@@ -140,8 +156,10 @@ class GroupedCreates:
                     pending.error = error
             raise
         finally:
-            for pending in group:
+            for pending in taken:
                 pending.done = True
+                if pending is not leader:
+                    pending.wake.release()
 
     def _write(self, conn, group: list[PendingCreate]) -> list[tuple[PendingCreate, dict]]:
         service = self.service

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, func, insert, select, text
+from sqlalchemy import Connection, delete, func, insert, select
 
+from fonds.storage import driver
 from fonds.storage.records import insert_rows
 
 # An arbitrary constant naming the advisory lock (PostgreSQL's locks are named by integers).
@@ -34,7 +35,7 @@ COLUMNS = ["record_type", "record_id", "repo_id", "uri", "op", "at"]
 
 def _take_append_lock(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
+        driver.rows(conn, "SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
 
 
 def append(conn: Connection, changes: list[dict]) -> None:

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from fonds.storage import driver
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Threads serving requests (the app sets anyio's thread limiter to this) and the pool kept open
 # for them: with fewer pooled connections than threads, the pool closes and reopens a connection
@@ -46,7 +48,7 @@ def _configure_sqlite(engine: Engine) -> None:
         # A write takes the lock up front: a deferred transaction upgrading later fails at once
         # with "database is locked" when another process wrote in between.
         immediate = conn.get_execution_options().get("fonds_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        driver.rows(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 # A bulk write's page cache (SQLite's default is 2 MiB): a transaction whose changed pages outgrow

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
 from sqlalchemy.exc import DBAPIError
 
+from fonds.storage import driver
 from fonds.storage.chunks import chunked, execute_in, select_in
 
 # Rows per executemany: with ~15 columns, far below PostgreSQL's 65,535 parameters a statement.
@@ -33,14 +34,13 @@ def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
         return []
     name = conn.dialect.identifier_preparer.quote(table.name)
     if conn.dialect.name == "postgresql":
-        rows = conn.exec_driver_sql(
-            "SELECT nextval(pg_get_serial_sequence(%(name)s, 'id')) FROM generate_series(1, %(count)s)", {"name": name, "count": count}
-        )
+        rows = driver.rows(conn, "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)", (name, count))
         return sorted(row[0] for row in rows)
-    last = conn.exec_driver_sql(
+    last = driver.scalar(
+        conn,
         f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM {name}), 0))",
         (table.name,),
-    ).scalar_one()
+    )
     return list(range(last + 1, last + 1 + count))
 
 
@@ -125,21 +125,9 @@ def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
         for chunk in chunked(lasts):
-            rows = _driver_rows(conn, f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
+            rows = driver.rows(conn, f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
             found.update(((*prefix, row[1]), row[0]) for row in rows)
     return found
-
-
-def _driver_rows(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
-    """The rows of one statement run on the driver's cursor (errors as SQLAlchemy's)."""
-    cursor = conn.connection.cursor()
-    try:
-        cursor.execute(statement, parameters)
-        return cursor.fetchall()
-    except conn.dialect.loaded_dbapi.Error as error:
-        raise DBAPIError.instance(statement, parameters, error, conn.dialect.loaded_dbapi.Error) from error
-    finally:
-        cursor.close()
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
