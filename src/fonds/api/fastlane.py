@@ -7,7 +7,7 @@ auth generation in one statement (on the event
 loop with SQLite, whose readers never wait for a writer in WAL mode; in one thread-pool hop and
 one round trip with PostgreSQL) and the generation unchanged since the session was cached.
 Anything else — no or unknown token, a stale cache entry, a denied permission, a missing record,
-query parameters, a type whose read-time fields only Python computes (tree nodes, agents) —
+query parameters, a type whose read-time fields only Python computes (agents) —
 goes down the ordinary path, which gives the same answers as without the lane (412, 403, 404,
 400, `resolve[]`). The lane therefore changes no behaviour, only the cost of the common case.
 
@@ -243,14 +243,14 @@ class FastLane:
         by_name = {getattr(route, "name", None): route for route in routes}
         handlers: dict[tuple, Handler] = {}
         for record_type in registry:
-            answer = stored_answer(record_type, dialect)
+            answer = stored_answer(record_type, dialect, registry)
             route = by_name.get(f"read_{record_type.name}")
             if answer is None or route is None or not _first_match(routes, route):
                 continue
             sql = by_id_sql(record_type, answer, f"({generation.SUBQUERY})")
             handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql, answer)
         for record_type in registry:
-            page_sql = quick_page(record_type, dialect)
+            page_sql = quick_page(record_type, dialect, registry)
             route = by_name.get(f"list_{record_type.name}")
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
