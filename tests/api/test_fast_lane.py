@@ -183,6 +183,35 @@ def test_a_level_json_would_escape_is_left_to_the_ordinary_path(api, ordinary, r
     assert lane_answers == []
 
 
+def test_resolve_is_answered_as_the_ordinary_path_answers(api, ordinary, repo, lane_answers):
+    agent = api.create(PEOPLE, person(primary_name="Creator"))["uri"]
+    subject = api.create("/subjects", {"jsonmodel_type": "subject", "title": "Topic", "source": "local", "terms": []})["uri"]
+    resource = api.create_minimal(REGISTRY["resource"], repo)["uri"]
+    assert update(api, resource, subjects=[{"ref": subject}]).status_code == 200
+    series = make_ao(api, repo, "Series", resource=resource, level="series", subjects=[{"ref": subject}, {"ref": subject}])["uri"]
+    item = make_ao(api, repo, "Item", resource=resource, parent=series)["uri"]
+    credited = make_ao(api, repo, "Credited", resource=resource, linked_agents=[{"ref": agent, "role": "creator"}])["uri"]
+    listing = f"/repositories/{repo}/archival_objects"
+    lane_answers.clear()
+    for wanted in (["resource"], ["resource", "parent"], ["parent::resource::subjects"], ["subjects"], [""], ["nothing"]):
+        answer = orjson.loads(same_answer(api, ordinary, item, **{"resolve[]": wanted}))
+        same_answer(api, ordinary, series, **{"resolve[]": wanted})
+        same_answer(api, ordinary, listing, page=1, **{"resolve[]": wanted})
+    assert answer["resource"].keys() == {"ref"}
+    resolved = orjson.loads(same_answer(api, ordinary, item, **{"resolve[]": ["parent::resource::subjects"]}))
+    assert resolved["parent"]["_resolved"]["resource"]["_resolved"]["subjects"][0]["_resolved"]["title"] == "Topic"
+    assert lane_answers == [item, series, listing] * 6 + [item]
+    # Agents' read fields are computed in Python: resolving one is left to the ordinary path.
+    lane_answers.clear()
+    credits = orjson.loads(same_answer(api, ordinary, credited, **{"resolve[]": "linked_agents"}))
+    assert credits["linked_agents"][0]["_resolved"]["uri"] == agent
+    same_answer(api, ordinary, listing, page=1, **{"resolve[]": "linked_agents"})
+    # Other parameters, and nesting too deep (400), are the ordinary path's.
+    same_answer(api, ordinary, item, **{"resolve[]": "resource", "other": "1"})
+    same_answer(api, ordinary, item, **{"resolve[]": "a::b::c::d::e::f"})
+    assert lane_answers == []
+
+
 # -- creates ---------------------------------------------------------------------------------------
 
 
