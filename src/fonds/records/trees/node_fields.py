@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from fonds.records.trees import hierarchy, positions
+from fonds.storage import siblings
 
 
 def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
@@ -58,16 +59,25 @@ def read_sql(dialect: str, spec, node_path: str, root_path: str, row: str) -> di
 
 
 def _position_sql(spec, row: str) -> str:
-    """The count of siblings before the node (the range count `positions.logical_positions` makes)."""
+    """The count of siblings before the node: the sibling bands below its own (fonds.storage.
+    siblings) and a count within its band, so the cost does not grow with the list."""
     node, root = spec.node, spec.root_column
+    band = f"({row}.position >> {siblings.SHIFT})"
+    below = (
+        f"(SELECT coalesce(sum(b.n), 0) FROM sibling_bucket b WHERE b.node_type = '{node}' AND b.root_id = {row}.{root}"
+        f" AND b.parent_id = coalesce({row}.parent_id, 0) AND b.bucket < {band})"
+    )
 
-    def before(parent: str) -> str:
-        return f'CAST((SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent} AND s.position < {row}.position) AS TEXT)'
+    def within(parent: str) -> str:
+        return (
+            f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
+            f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
+        )
 
     return (
         f"CASE WHEN {row}.position IS NULL THEN 'null' WHEN {row}.{root} IS NULL THEN NULL"
-        f" WHEN {row}.parent_id IS NULL THEN {before('s.parent_id IS NULL')}"
-        f" ELSE {before(f's.parent_id = {row}.parent_id')} END"
+        f" WHEN {row}.parent_id IS NULL THEN CAST({below} + {within('s.parent_id IS NULL')} AS TEXT)"
+        f" ELSE CAST({below} + {within(f's.parent_id = {row}.parent_id')} AS TEXT) END"
     )
 
 
