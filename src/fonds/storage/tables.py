@@ -168,6 +168,8 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("parent_id", Integer, primary_key=True, autoincrement=False),
         Column("bucket", Integer, primary_key=True, autoincrement=False),
         Column("n", Integer, nullable=False),
+        # Clustered on its key: a list's bands are read in one range, with their counts.
+        sqlite_with_rowid=False,
     )
     # Failed logins per username and per client address, where every worker sees them.
     Table(

@@ -26,7 +26,8 @@ def upgrade() -> None:
     sa.Column('parent_id', sa.Integer(), autoincrement=False, nullable=False),
     sa.Column('bucket', sa.Integer(), autoincrement=False, nullable=False),
     sa.Column('n', sa.Integer(), nullable=False),
-    sa.PrimaryKeyConstraint('node_type', 'root_id', 'parent_id', 'bucket', name=op.f('pk_sibling_bucket'))
+    sa.PrimaryKeyConstraint('node_type', 'root_id', 'parent_id', 'bucket', name=op.f('pk_sibling_bucket')),
+    sqlite_with_rowid=False,
     )
 
 
