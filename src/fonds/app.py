@@ -28,7 +28,7 @@ from fonds.model import REGISTRY, database_metadata
 from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
 from fonds.search.engine import SearchEngine
-from fonds.storage import counts, migrate
+from fonds.storage import counts, migrate, siblings
 from fonds.storage.db import REQUEST_THREADS, Database, backend_name
 from fonds.storage.quick import QuickReads
 
@@ -60,6 +60,7 @@ def open_services(settings: Settings) -> AppServices:
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)
     counts.install(db, [record_type.name for record_type in REGISTRY])
+    siblings.install(db, {t.name: t.tree.root_column for t in REGISTRY if t.tree is not None and t.tree.node == t.name})
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)

@@ -156,7 +156,8 @@ def test_a_computed_field_the_type_did_not_declare_is_merged_not_repeated(api, m
     hooks = REGISTRY["location_profile"].hooks
     uri = api.create("/location_profiles", {"jsonmodel_type": "location_profile", "name": "Shelf"})["uri"]
     monkeypatch.setattr(hooks, "read_extras", lambda conn, rows: [{"display_string": "computed"} for _ in rows])
-    # `resolve[]` takes the ordinary read path (the fast lane serves types without read-time fields).
+    # The ordinary read path (the fast lane, built at start, reads the type's fields in SQL).
+    monkeypatch.setattr(api.client.app, "fast_lane", None)
     response = api.get(uri, params={"resolve[]": "vocabulary"})
     assert response.text.count('"display_string"') == 1
     assert response.json()["display_string"] == "computed" and response.json()["name"] == "Shelf"

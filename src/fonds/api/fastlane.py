@@ -7,7 +7,8 @@ auth generation in one statement (on the event
 loop with SQLite, whose readers never wait for a writer in WAL mode; in one thread-pool hop and
 one round trip with PostgreSQL) and the generation unchanged since the session was cached.
 Anything else — no or unknown token, a stale cache entry, a denied permission, a missing record,
-query parameters, a type whose read-time fields only Python computes (tree nodes, agents) —
+query parameters other than `resolve[]` (and `page`, `page_size` for a listing), a type whose
+read-time fields only Python computes (agents), a `resolve[]` reaching such a type —
 goes down the ordinary path, which gives the same answers as without the lane (412, 403, 404,
 400, `resolve[]`). The lane therefore changes no behaviour, only the cost of the common case.
 
@@ -37,7 +38,8 @@ from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import cached_user
 from fonds.errors import FondsError
 from fonds.records.pages import MAX_INTEGER, QuickPage, locate, page_json, quick_page
-from fonds.records.plain import StoredAnswer, by_id_sql, stored_answer
+from fonds.records.plain import ROW, StoredAnswer, by_id_sql, stored_answer
+from fonds.records.refs import parse_resolve, resolved_bodies
 from fonds.records.registry import RecordType, Registry
 from fonds.storage import counts
 from fonds.storage.quick import Busy
@@ -48,6 +50,8 @@ SERVICE_SESSION, ASPACE_SESSION = b"x-service-session", b"x-archivesspace-sessio
 MAX_ID_DIGITS = 18
 # Pages up to this size are read on the event loop (SQLite); larger ones in a thread.
 INLINE_PAGE_SIZE = 50
+# Targets of `resolve[]` are read this many ids a statement at most.
+RESOLVE_CHUNK = 512
 
 Handler = Callable[[Scope, Send, list[int]], Awaitable[bool]]
 
@@ -90,44 +94,109 @@ async def run_quick(quick, inline: bool, work, *args):
     return await run_in_threadpool(work, *args)
 
 
+class Unresolvable(Exception):
+    """A `resolve[]` target the lane cannot answer as the ordinary path does: it answers instead."""
+
+
+@dataclass(frozen=True)
+class Resolver:
+    """`resolve[]` as `RecordService.with_resolved` does it (`refs.resolved_bodies`), each type's
+    targets read by one statement of their answers in the caller's snapshot."""
+
+    registry: Registry
+    answers: dict[str, StoredAnswer]
+
+    def bodies(self, query, bodies: list[bytes], wanted: dict) -> list[bytes]:
+        def load(record_type: RecordType, ids: list[int]) -> list[tuple[str, bytes]]:
+            answer = self.answers.get(record_type.name)
+            if answer is None:
+                raise Unresolvable()
+            found = []
+            for start in range(0, len(ids), RESOLVE_CHUNK):
+                chunk = ids[start : start + RESOLVE_CHUNK]
+                # Padded to a power of two (repeating an id): few distinct statements to prepare.
+                chunk += chunk[-1:] * ((1 << (len(chunk) - 1).bit_length()) - len(chunk))
+                marks = ", ".join("?" * len(chunk))
+                sql = f'SELECT {ROW}.id, {ROW}.repo_id, {answer.columns} FROM "{record_type.name}" {ROW} WHERE {ROW}.id IN ({marks})'
+                for row in query(sql, tuple(chunk)):
+                    body = answer.body(row[2:])
+                    if body is None:
+                        raise Unresolvable()
+                    found.append((record_type.uri(row[0], row[1]), body))
+            return found
+
+        return resolved_bodies(self.registry, load, bodies, wanted)
+
+
+def resolve_wanted(query: bytes) -> dict | None:
+    """What a query of `resolve[]` parameters only asks to resolve (None: another parameter, or
+    one the ordinary path refuses)."""
+    if b"\x00" in unquote_to_bytes(query):
+        return None
+    params = QueryParams(query)
+    if any(key != "resolve[]" for key in params.keys()):
+        return None
+    try:
+        return parse_resolve(params.getlist("resolve[]"))
+    except FondsError:
+        return None
+
+
 @dataclass(frozen=True)
 class RecordRead:
-    """GET one record of a type whose answer one statement reads."""
+    """GET one record of a type whose answer one statement reads (and `resolve[]`'s targets one
+    statement a type, in the same snapshot)."""
 
     permission: str
     repo_scoped: bool
     sql: str
     answer: StoredAnswer
+    resolver: Resolver
 
     async def __call__(self, services, scope: Scope, send: Send, ints: list[int]) -> bool:
-        if scope["query_string"] or not services.quick.available:
+        if not services.quick.available:
+            return False
+        wanted = resolve_wanted(scope["query_string"]) if scope["query_string"] else {}
+        if wanted is None:
             return False
         repo_id, params = (ints[0], (ints[1], ints[0])) if self.repo_scoped else (None, (ints[0],))
         generation_seen = generation_if_allowed(services, scope, self.permission, repo_id)
         if generation_seen is None:
             return False
         try:
-            found = await services.quick.row_soon(self.sql, params)
-        except Busy:
+            if wanted:
+                found = await run_quick(services.quick, True, services.quick.snapshot, self._resolving(params, wanted))
+            else:
+                found = await services.quick.row_soon(self.sql, params)
+                found = found and (found[0], self.answer.body(found[1:]))
+        except (Busy, Unresolvable):
             return False
-        if found is None or found[0] != generation_seen:
+        if not found or found[0] != generation_seen or found[1] is None:
             return False
-        body = self.answer.body(found[1:])
-        if body is None:
-            return False
-        await send_json(send, body)
+        await send_json(send, found[1])
         return True
+
+    def _resolving(self, params: tuple, wanted: dict):
+        def read(query) -> tuple[int, bytes] | None:
+            rows = query(self.sql, params)
+            body = self.answer.body(rows[0][1:]) if rows else None
+            if body is None:
+                return None
+            return rows[0][0], self.resolver.bodies(query, [body], wanted)[0]
+
+        return read
 
 
 @dataclass(frozen=True)
 class ListPage:
-    """GET a page of a listing (`page`, `page_size`; no `resolve[]`) of a type whose answers one
+    """GET a page of a listing (`page`, `page_size`, `resolve[]`) of a type whose answers one
     statement reads and whose block counts describe its listings."""
 
     permission: str
     type_name: str
     repo_scoped: bool
     sql: QuickPage
+    resolver: Resolver
 
     async def __call__(self, services, scope: Scope, send: Send, ints: list[int]) -> bool:
         query = scope["query_string"]
@@ -135,28 +204,27 @@ class ListPage:
             return False
         try:
             listing = listing_from_query(services, QueryParams(query))
+            wanted = parse_resolve(listing.resolve)
         except FondsError:
             return False
-        if listing.page is None or listing.resolve or (listing.page.number - 1) * listing.page.size > MAX_INTEGER:
+        if listing.page is None or (listing.page.number - 1) * listing.page.size > MAX_INTEGER:
             return False
         repo_id = ints[0] if self.repo_scoped else None
         generation_seen = generation_if_allowed(services, scope, self.permission, repo_id)
         if generation_seen is None:
             return False
         page = listing.page
+        inline = page.size <= INLINE_PAGE_SIZE
         try:
-            found = await run_quick(services.quick, page.size <= INLINE_PAGE_SIZE, services.quick.snapshot, self._reader(repo_id, page))
-        except Busy:
+            found = await run_quick(services.quick, inline, services.quick.snapshot, self._reader(repo_id, page, wanted))
+        except (Busy, Unresolvable):
             return False
-        if found is None or found[0] != generation_seen:
+        if found is None or found[0] != generation_seen or found[2] is None:
             return False
-        bodies = [self.sql.answer.body(row) for row in found[2]]
-        if None in bodies:
-            return False
-        await send_json(send, page_json(page.number, page.size, found[1], bodies))
+        await send_json(send, page_json(page.number, page.size, found[1], found[2]))
         return True
 
-    def _reader(self, repo_id: int | None, page):
+    def _reader(self, repo_id: int | None, page, wanted: dict):
         head = f"SELECT ({generation.SUBQUERY}), " + ("(SELECT count(*) FROM repository WHERE id = ?)" if self.repo_scoped else "1")
         offset = (page.number - 1) * page.size
 
@@ -171,7 +239,10 @@ class ListPage:
             else:
                 first_id = start[0] * counts.BLOCK
                 rows = query(self.sql.page, ((repo_id,) if self.repo_scoped else ()) + (first_id, page.size, start[1]))
-            return generation_now, sum(n for _, n in blocks), rows
+            bodies = [self.sql.answer.body(row) for row in rows]
+            if None in bodies:
+                return generation_now, 0, None
+            return generation_now, sum(n for _, n in blocks), self.resolver.bodies(query, bodies, wanted)
 
         return read
 
@@ -245,19 +316,23 @@ class FastLane:
         routes = list(routes)
         by_name = {getattr(route, "name", None): route for route in routes}
         handlers: dict[tuple, Handler] = {}
-        for record_type in registry:
-            answer = stored_answer(record_type, dialect)
-            route = by_name.get(f"read_{record_type.name}")
-            if answer is None or route is None or not _first_match(routes, route):
+        answers = {t.name: answer for t in registry if (answer := stored_answer(t, dialect, registry)) is not None}
+        resolver = Resolver(registry, answers)
+        for name, answer in answers.items():
+            record_type = registry[name]
+            route = by_name.get(f"read_{name}")
+            if route is None or not _first_match(routes, route):
                 continue
             sql = by_id_sql(record_type, answer, f"({generation.SUBQUERY})")
-            handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql, answer)
+            handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql, answer, resolver)
         for record_type in registry:
-            page_sql = quick_page(record_type, dialect)
+            page_sql = quick_page(record_type, dialect, registry)
             route = by_name.get(f"list_{record_type.name}")
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
-            handlers[_shape(route.path)] = ListPage(record_type.permissions.read, record_type.name, record_type.repo_scoped, page_sql)
+            handlers[_shape(route.path)] = ListPage(
+                record_type.permissions.read, record_type.name, record_type.repo_scoped, page_sql, resolver
+            )
         creates: dict[tuple, RecordCreate] = {}
         for record_type in registry:
             route = by_name.get(f"create_{record_type.name}")

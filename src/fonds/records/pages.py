@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Table, func, literal_column, select, text
 
 from fonds.records.hooks import Hooks
 from fonds.records.plain import ROW, StoredAnswer, stored_answer
-from fonds.records.registry import RecordType
+from fonds.records.registry import RecordType, Registry
 from fonds.storage import counts
 
 # Offsets and page numbers beyond a 64-bit integer are refused as the database would refuse them
@@ -83,9 +83,9 @@ class QuickPage:
     answer: StoredAnswer
 
 
-def quick_page(record_type: RecordType, dialect: str) -> QuickPage | None:
+def quick_page(record_type: RecordType, dialect: str, registry: Registry) -> QuickPage | None:
     """None when the type's listings hide rows or its reads need Python."""
-    answer = stored_answer(record_type, dialect)
+    answer = stored_answer(record_type, dialect, registry)
     if answer is None or type(record_type.hooks).list_filter is not Hooks.list_filter:
         return None
     name, scoped = record_type.name, "repo_id = ? AND " if record_type.repo_scoped else ""

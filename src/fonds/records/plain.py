@@ -2,8 +2,8 @@
 spliced in, unparsed: read fields are never stored (`Hooks.read_fields`), so no key repeats.
 
 A type whose hooks state those fields in SQL too (`Hooks.read_sql`; a type without `read_extras`
-has none), that hides no rows and that is not a tree node (position and ancestors are computed
-in Python) has its answer read by one statement: the API's fast lane runs it."""
+has none) and that hides no rows has its answer read by one statement: the API's fast lane runs
+it. A tree node's `position` and `ancestors` are stated in SQL by `trees.node_fields.read_sql`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import orjson
 
 from fonds.records.hooks import Hooks
-from fonds.records.registry import RecordType
+from fonds.records.registry import RecordType, Registry
+from fonds.records.trees import node_fields
 
 # The alias of the record's table in the statements below; `Hooks.read_sql` correlates on it.
 ROW = "r"
@@ -48,15 +49,18 @@ class StoredAnswer:
         return splice_fields(stored, b",".join(name + value.encode() for name, value in zip(self.names, fields)))
 
 
-def stored_answer(record_type: RecordType, dialect: str) -> StoredAnswer | None:
+def stored_answer(record_type: RecordType, dialect: str, registry: Registry) -> StoredAnswer | None:
     """How one statement reads the type's answers on `dialect`, or None when a read needs Python."""
     hooks = type(record_type.hooks)
-    tree = record_type.tree
-    if hooks.hidden is not Hooks.hidden or (tree is not None and tree.node == record_type.name):
+    if hooks.hidden is not Hooks.hidden:
         return None
     fields = {} if hooks.read_extras is Hooks.read_extras else record_type.hooks.read_sql(dialect, ROW)
     if fields is None:
         return None
+    tree = record_type.tree
+    if tree is not None and tree.node == record_type.name:
+        # After the type's own fields, as `RecordService.render` merges them.
+        fields = {**fields, **node_fields.read_sql(dialect, tree, record_type.path, registry[tree.root].path, ROW)}
     columns = ", ".join([f"{ROW}.json", *(f"({sql})" for sql in fields.values())])
     return StoredAnswer(columns, tuple(orjson.dumps(name) + b":" for name in fields))
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 
 import orjson
 from sqlalchemy import select
 
 from fonds.errors import BadRequest
-from fonds.records.registry import Registry
+from fonds.records.registry import RecordType, Registry
 from fonds.storage.chunks import select_in
 
 _INDEX = re.compile(r"(^|/)\d+(?=/|$)")
@@ -116,10 +117,40 @@ def _matches(node, wanted: dict[str, dict], found: list[tuple[dict, dict]]) -> N
             _matches(item, wanted, found)
 
 
+# Loads the answers of records of one type by id: (uri, answer bytes) of those found.
+Loader = Callable[[RecordType, list[int]], Iterable[tuple[str, bytes]]]
+
+
 def attach_resolved(conn, registry: Registry, render, docs: list[dict], wanted: dict[str, dict]) -> None:
     """Add `_resolved` (the target's full JSON as its GET returns it) beside every matching ref.
 
     `render(conn, record_type, rows)` turns rows into record JSON bytes."""
+    attach_loaded(registry, rendering_loader(conn, render), docs, wanted)
+
+
+def rendering_loader(conn, render) -> Loader:
+    """Targets read with SQLAlchemy and rendered by `render(conn, record_type, rows)`."""
+    tables = conn.info["fonds_tables"]
+
+    def load(record_type: RecordType, ids: list[int]) -> list[tuple[str, bytes]]:
+        table = tables[record_type.name]
+        rows = select_in(conn, lambda chunk: select(table).where(table.c.id.in_(chunk)), ids)
+        return [(record_type.uri(row.id, row.repo_id), body) for row, body in zip(rows, render(conn, record_type, rows))]
+
+    return load
+
+
+def resolved_bodies(registry: Registry, load: Loader, bodies: list[bytes], wanted: dict[str, dict]) -> list[bytes]:
+    """The answers `bodies` with `_resolved` attached as `wanted` (`parse_resolve`) asks."""
+    if not wanted or not bodies:
+        return bodies
+    docs = [orjson.loads(body) for body in bodies]
+    attach_loaded(registry, load, docs, wanted)
+    return [orjson.dumps(doc) for doc in docs]
+
+
+def attach_loaded(registry: Registry, load: Loader, docs: list[dict], wanted: dict[str, dict]) -> None:
+    """`attach_resolved` with the targets' answers from `load` (sorted ids of one type a call)."""
     found: list[tuple[dict, dict]] = []
     for doc in docs:
         _matches(doc, wanted, found)
@@ -129,13 +160,9 @@ def attach_resolved(conn, registry: Registry, render, docs: list[dict], wanted: 
         if target:
             by_type[target.record_type.name].add(target.record_id)
     loaded: dict[str, dict] = {}
-    tables = conn.info["fonds_tables"]
     for name, ids in by_type.items():
-        record_type = registry[name]
-        table = tables[name]
-        rows = select_in(conn, lambda chunk, table=table: select(table).where(table.c.id.in_(chunk)), sorted(ids))
-        for row, body in zip(rows, render(conn, record_type, rows)):
-            loaded[record_type.uri(row.id, row.repo_id)] = orjson.loads(body)
+        for uri, body in load(registry[name], sorted(ids)):
+            loaded[uri] = orjson.loads(body)
     nested: dict[int, tuple[dict, dict]] = {}
     for ref, sub in found:
         target = loaded.get(ref["ref"])
@@ -148,4 +175,4 @@ def attach_resolved(conn, registry: Registry, render, docs: list[dict], wanted: 
     for copy, sub in nested.values():
         groups[orjson.dumps(sub).decode()].append(copy)
     for key, copies in groups.items():
-        attach_resolved(conn, registry, render, copies, orjson.loads(key))
+        attach_loaded(registry, load, copies, orjson.loads(key))

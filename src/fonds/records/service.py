@@ -310,12 +310,7 @@ class RecordService:
         ]
 
     def with_resolved(self, conn, bodies: list[bytes], resolve: list[str]) -> list[bytes]:
-        wanted = refs.parse_resolve(resolve)
-        if not wanted or not bodies:
-            return bodies
-        docs = [orjson.loads(body) for body in bodies]
-        refs.attach_resolved(conn, self.registry, self.render, docs, wanted)
-        return [orjson.dumps(doc) for doc in docs]
+        return refs.resolved_bodies(self.registry, refs.rendering_loader(conn, self.render), bodies, refs.parse_resolve(resolve))
 
     def read(self, record_type: RecordType, record_id: int, *, repo_id: int | None, resolve: list[str]) -> bytes:
         with self.db.read() as conn:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection, Table
 
+from fonds.storage import siblings
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
 
@@ -158,12 +159,16 @@ def insert_counted(conn: Connection, table: Table, rows: list[dict], insert: Cal
     found = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).scalar()
     if found is None:
         return insert(conn, table, rows)
+    # A tree node table's sibling bands too (fonds.storage.siblings), likewise.
+    bands = siblings.insert_trigger(conn, table)
     blocks: dict[tuple[int, int], int] = {}
     for row in rows:
         block = (row.get("repo_id") or 0, row["id"] // BLOCK)
         blocks[block] = blocks.get(block, 0) + 1
     with conn.begin_nested():
         conn.exec_driver_sql(f'DROP TRIGGER "{name}"')
+        if bands is not None:
+            conn.exec_driver_sql(f'DROP TRIGGER "{bands[0]}"')
         insert(conn, table, rows)
         conn.exec_driver_sql(found)
         conn.exec_driver_sql(
@@ -171,3 +176,6 @@ def insert_counted(conn: Connection, table: Table, rows: list[dict], insert: Cal
             "ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + excluded.n",
             [(table.name, repo_id, bucket, n) for (repo_id, bucket), n in blocks.items()],
         )
+        if bands is not None:
+            conn.exec_driver_sql(bands[1])
+            siblings.bulk_counts(conn, table, rows)

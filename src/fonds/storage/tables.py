@@ -157,6 +157,20 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("bucket", Integer, primary_key=True, autoincrement=False),
         Column("n", Integer, nullable=False),
     )
+    # How many nodes each sibling list holds per band of 2**18 physical positions, kept by
+    # triggers on the node tables (fonds.storage.siblings): a node's logical position without
+    # counting every sibling before it. Top-level nodes have parent_id 0.
+    Table(
+        "sibling_bucket",
+        metadata,
+        Column("node_type", String(64), primary_key=True),
+        Column("root_id", Integer, primary_key=True, autoincrement=False),
+        Column("parent_id", Integer, primary_key=True, autoincrement=False),
+        Column("bucket", Integer, primary_key=True, autoincrement=False),
+        Column("n", Integer, nullable=False),
+        # Clustered on its key: a list's bands are read in one range, with their counts.
+        sqlite_with_rowid=False,
+    )
     # Failed logins per username and per client address, where every worker sees them.
     Table(
         "login_throttle",

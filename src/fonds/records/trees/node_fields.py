@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from fonds.records.trees import hierarchy, positions
+from fonds.storage import siblings
 
 
 def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
@@ -43,3 +44,75 @@ def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
 
 def _ancestor(uri: str, level: str | None) -> dict:
     return {"ref": uri, "level": level} if level else {"ref": uri}
+
+
+# Deeper chains than this (only a stored cycle, in practice) are left to `read_extras`.
+MAX_DEPTH = 10000
+
+
+def read_sql(dialect: str, spec, node_path: str, root_path: str, row: str) -> dict[str, str]:
+    """`position` and `ancestors` as `read_extras` gives them, as SQL correlated on the node's row
+    (alias `row`; see `Hooks.read_sql`). What only `read_extras` answers exactly yields NULL, so
+    the ordinary path answers: a node without a root, a chain above it that does not end at a
+    top-level node (a stored cycle, a missing parent) and a level JSON would escape."""
+    return {"position": _position_sql(spec, row), "ancestors": _ancestors_sql(dialect, spec, node_path, root_path, row)}
+
+
+def _position_sql(spec, row: str) -> str:
+    """The count of siblings before the node: the sibling bands below its own (fonds.storage.
+    siblings) and a count within its band, so the cost does not grow with the list."""
+    node, root = spec.node, spec.root_column
+    band = f"({row}.position >> {siblings.SHIFT})"
+    below = (
+        f"(SELECT coalesce(sum(b.n), 0) FROM sibling_bucket b WHERE b.node_type = '{node}' AND b.root_id = {row}.{root}"
+        f" AND b.parent_id = coalesce({row}.parent_id, 0) AND b.bucket < {band})"
+    )
+
+    def within(parent: str) -> str:
+        return (
+            f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
+            f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
+        )
+
+    return (
+        f"CASE WHEN {row}.position IS NULL THEN 'null' WHEN {row}.{root} IS NULL THEN NULL"
+        f" WHEN {row}.parent_id IS NULL THEN CAST({below} + {within('s.parent_id IS NULL')} AS TEXT)"
+        f" ELSE CAST({below} + {within(f's.parent_id = {row}.parent_id')} AS TEXT) END"
+    )
+
+
+def _level_sql(dialect: str, level: str) -> str:
+    """`,"level":"…"` for a non-empty level, '' for none, NULL for one JSON would escape."""
+    quoted = f"to_json({level})::text" if dialect == "postgresql" else f"json_quote({level})"
+    return (
+        f"""CASE WHEN {level} IS NULL OR {level} = '' THEN '' WHEN {quoted} = '"' || {level} || '"'"""
+        f""" THEN ',"level":"' || {level} || '"' END"""
+    )
+
+
+def _ancestors_sql(dialect: str, spec, node_path: str, root_path: str, row: str) -> str:
+    """The chain above the node by a recursive walk from its parent (nearest first, the root
+    last), joined as JSON text; refs hold digits only."""
+    node, root, levels = spec.node, spec.root_column, spec.views.ancestor_levels
+    level = _level_sql(dialect, "level") if levels else "''"
+    root_level = _level_sql(dialect, f'(SELECT level FROM "{spec.root}" WHERE id = {row}.{root})') if levels else "''"
+    walked = "a.id, a.parent_id, a.repo_id" + (", a.level" if levels else ", CAST(NULL AS TEXT)")
+    items = (
+        f"""SELECT '{{"ref":"/repositories/' || repo_id || '/{node_path}/' || id || '"' || {level} || '}}' AS item, depth FROM up"""
+        f""" UNION ALL SELECT '{{"ref":"/repositories/' || {row}.repo_id || '/{root_path}/' || {row}.{root} || '"' || {root_level} || '}}',"""
+        f" {MAX_DEPTH + 1} WHERE {row}.{root} IS NOT NULL"
+    )
+    walk = (
+        f"WITH RECURSIVE up(id, parent_id, repo_id, level, depth) AS ("
+        f'SELECT {walked}, 1 FROM "{node}" a WHERE a.id = {row}.parent_id'
+        f' UNION ALL SELECT {walked}, up.depth + 1 FROM up JOIN "{node}" a ON a.id = up.parent_id WHERE up.depth < {MAX_DEPTH})'
+    )
+    ends = f"({row}.parent_id IS NULL OR EXISTS (SELECT 1 FROM up WHERE parent_id IS NULL))"
+    if dialect == "postgresql":
+        joined = "string_agg(item, ',' ORDER BY depth)"
+        source = f"({items}) i"
+    else:
+        # SQLite (before 3.44) has no ORDER BY in aggregates: see `events.linked_events_sql`.
+        joined = "group_concat(item, ',')"
+        source = f"(SELECT item FROM ({items}) ORDER BY depth LIMIT -1)"
+    return f"{walk} SELECT CASE WHEN {ends} AND count(item) = count(*) THEN '[' || coalesce({joined}, '') || ']' END FROM {source}"

@@ -33,7 +33,7 @@ from fonds.records.search_spec import (
 )
 from fonds.records.trees.decorations import TreeViews, dates
 from fonds.records.types import archival
-from fonds.records.types.events import linked_events
+from fonds.records.types.events import linked_events, linked_events_sql
 from fonds.storage.chunks import select_in
 from fonds.storage.tables import ColumnSpec
 
@@ -186,6 +186,9 @@ class DigitalObjectComponentHooks(Hooks):
 
     def read_extras(self, conn, rows):
         return linked_events(conn, "digital_object_component", [row.id for row in rows])
+
+    def read_sql(self, dialect, row):
+        return {"linked_events": linked_events_sql(dialect, "digital_object_component", row)}
 
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
