@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, bindparam, func, or_, select
 
 from fonds.records.types.agents import LINK_FIELD, LINK_SAMPLE, NOT_ARCHIVAL
 
@@ -71,22 +71,35 @@ def _addition_shows_nothing_new(conn, registry, agent: dict | None, record: dict
     shown = all(not role or role in shown_roles for role in roles) and (
         not _published(record) or agent.get("is_linked_to_published_record")
     )
-    links = conn.info["fonds_tables"]["record_link"]
-    archival_links = (
-        links.c.target_type == target.record_type.name,
-        links.c.target_id == target.record_id,
-        links.c.field == LINK_FIELD,
-        links.c.source_type.not_in(NOT_ARCHIVAL),
-    )
-    if shown and _bounded_count(conn, links, *archival_links) <= LINK_SAMPLE:
-        return True  # the sample is all of the agent's links and already showed these
-    # Outside the sample: at least LINK_SAMPLE links sort before all of the record's.
-    name, record_id = source.record_type.name, source.record_id
-    before = or_(links.c.source_type < name, and_(links.c.source_type == name, links.c.source_id < record_id))
-    return _bounded_count(conn, links, *archival_links, before) >= LINK_SAMPLE
+    params = {"target_type": target.record_type.name, "target_id": target.record_id}
+    params.update(source_type=source.record_type.name, source_id=source.record_id)
+    total, before = conn.execute(_counts(conn.info["fonds_tables"]["record_link"]), params).one()
+    # Outside the sample (at least LINK_SAMPLE links sort before all of the record's), or the
+    # sample is all of the agent's links and already showed these.
+    return before >= LINK_SAMPLE or (shown and total <= LINK_SAMPLE)
 
 
-def _bounded_count(conn, links, *where) -> int:
-    """How many record_link rows match, counting no further than LINK_SAMPLE + 1."""
-    bounded = select(links.c.id).where(*where).limit(LINK_SAMPLE + 1).subquery()
-    return conn.execute(select(func.count()).select_from(bounded)).scalar_one()
+# Built once per table with bound parameters: the indexer runs it for every link a batch adds,
+# and building a statement cost more than running it.
+_COUNTS: dict[str, object] = {}
+
+
+def _counts(links):
+    """(the agent's archival links, those sorting before a record's), each counted no further
+    than LINK_SAMPLE + 1; the agent's links as `agents._linking_rows` selects them."""
+    if links.name not in _COUNTS:
+        archival = (
+            links.c.target_type == bindparam("target_type"),
+            links.c.target_id == bindparam("target_id"),
+            links.c.field == LINK_FIELD,
+            *(links.c.source_type != name for name in NOT_ARCHIVAL),
+        )
+        source_type, source_id = bindparam("source_type"), bindparam("source_id")
+        before = or_(links.c.source_type < source_type, and_(links.c.source_type == source_type, links.c.source_id < source_id))
+        _COUNTS[links.name] = select(
+            *(
+                select(func.count()).select_from(select(links.c.id).where(*where).limit(LINK_SAMPLE + 1).subquery()).scalar_subquery()
+                for where in (archival, (*archival, before))
+            )
+        )
+    return _COUNTS[links.name]
