@@ -122,3 +122,34 @@ def test_a_link_after_a_full_sample_leaves_the_document_equal_to_get(api, repo):
     resource = make_resource(api, repo, "Later papers")
     make_ao(api, repo, "Later item", resource=resource, linked_agents=[_link(agent, "subject")], publish=True)
     assert _assert_document_is_get(api, agent)["linked_agent_roles"] == ["creator"]
+
+
+def test_records_indexed_early_as_siblings_still_update_their_agents(api, repo, monkeypatch):
+    """A node's later siblings are indexed with it (their positions shift); when their own changes
+    come in a later batch the index already holds them, yet the agents they link must still be
+    re-rendered."""
+    from fonds.search import indexer
+
+    agents = [
+        api.create("/agents/people", {**PERSON, "names": [{**PERSON["names"][0], "primary_name": f"Name {n}"}]})["uri"] for n in range(4)
+    ]
+    for agent in agents:
+        _assert_document_is_get(api, agent)
+    monkeypatch.setattr(indexer, "BATCH", 2)
+    resource = f"/repositories/{repo}/resources/import_r"
+    batch = [{"jsonmodel_type": "resource", "uri": resource, "title": "Flat", "id_0": "flat", "level": "collection"}]
+    batch += [
+        {
+            "jsonmodel_type": "archival_object",
+            "uri": f"/repositories/{repo}/archival_objects/import_{n}",
+            "title": f"Item {n}",
+            "level": "file",
+            "resource": {"ref": resource},
+            "linked_agents": [_link(agent)],
+        }
+        for n, agent in enumerate(agents)
+    ]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=batch)
+    assert response.status_code == 200, response.text
+    for agent in agents:
+        assert _assert_document_is_get(api, agent)["used_within_repositories"] == [f"/repositories/{repo}"]

@@ -199,7 +199,13 @@ class Indexer:
                 self.open(force_rebuild=True)
                 return 1
             built = self.builder.build(conn, dict.fromkeys(change.uri for change in changes))
-            built.update(self.builder.build(conn, self.builder.dependents(conn, self.index, built)))
+            # Dependents have dependents too: a node's later siblings are indexed with it, and when
+            # their own changes come in a later batch the index already holds them as they are, so
+            # only now can the agents they link (say) be seen to change.
+            newly = built
+            while newly:
+                newly = self.builder.build(conn, self.builder.dependents(conn, self.index, newly) - built.keys())
+                built.update(newly)
         try:
             for uri, found in built.items():
                 self.writer.delete_documents_by_term("id", uri)
