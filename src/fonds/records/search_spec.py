@@ -46,15 +46,20 @@ def copied(name: str, kind: FieldKind, key: str | None = None, *, default_weight
     return DocumentField(name, kind, lambda doc, _: doc.get(key or name), default_weight=default_weight)
 
 
+# A record's URI -> the record as the search index last saw it (its document's `json`), or None.
+Indexed = Callable[[str], dict | None]
+
+
 @dataclass(frozen=True)
 class SearchSpec:
     fields: tuple[DocumentField, ...] = ()
     title: Callable[[dict], str | None] = _default_title
     # Records linking to one of this type show its title in their documents (subjects, agents).
     shown_in_linkers: bool = False
-    # (read connection, registry, document before, document after) -> URIs of other records
-    # whose documents changed with this one although their own rows did not.
-    dependents: Callable[[Any, Any, dict | None, dict | None], Iterable[str]] | None = None
+    # (read connection, registry, document before, document after, indexed) -> URIs of other
+    # records whose documents changed with this one although their own rows did not; `indexed`
+    # gives a record as the index last saw it (or None), to skip those whose documents can't change.
+    dependents: Callable[[Any, Any, dict | None, dict | None, Indexed], Iterable[str]] | None = None
     # Types its documents carry besides its own, for `type[]` (every agent is also an `agent`).
     types: tuple[str, ...] = ()
 
@@ -215,33 +220,16 @@ def _node_descendants(conn, registry, node_type: str, uri: str) -> list[str]:
     return found
 
 
-def _agent_view(doc: dict | None):
-    if not doc:
-        return None
-    links = sorted((r["ref"], r.get("role") or "") for r in _agent_refs(doc))
-    return links, bool(doc.get("publish")), bool(doc.get("suppressed"))
-
-
-def linked_agent_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
-    """An agent's document shows what the records linking it say (its roles, whether one is
-    published): when a record's agents, their roles or its publication change, those agents'
-    documents change although their rows did not."""
-    before, after = _agent_view(old), _agent_view(new)
-    if before == after:
-        return []
-    return sorted({ref for view in (before, after) if view for ref, _ in view[0]})
-
-
 def both(*functions):
     """Dependents from several rules (a node that also links agents)."""
 
-    def combined(conn, registry, old, new):
-        return [uri for function in functions for uri in function(conn, registry, old, new)]
+    def combined(conn, registry, old, new, indexed):
+        return [uri for function in functions for uri in function(conn, registry, old, new, indexed)]
 
     return combined
 
 
-def node_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def node_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """A node's `position` and `ancestors` are computed when it is read: when one node is added,
     moved or removed, its later siblings' positions shift and a moved node's descendants get new
     ancestors, although their rows did not change."""
@@ -275,7 +263,7 @@ def _instance_containers(doc: dict | None) -> set[str]:
     return found
 
 
-def instance_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def instance_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """A top container's document shows the records whose instances point at it (`collection`,
     `series`, publication): when such a record changes, comes or goes, so do those documents."""
     if old == new:

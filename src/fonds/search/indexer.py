@@ -6,6 +6,7 @@ apply a batch again, which is harmless: applying a change re-reads the record as
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import defaultdict
@@ -59,14 +60,16 @@ class DocumentBuilder:
         """Records whose documents changed with these although their rows did not: the records
         linking to a renamed subject, the later siblings and the subtree of a moved node."""
         found: set[str] = set()
+        searcher = index.searcher()
+        indexed = functools.cache(lambda uri: indexed_record(index, uri, searcher))
         for uri, now in built.items():
             parsed = self.registry.parse_uri(uri)
             spec = parsed.record_type.search if parsed else None
             if spec is None or not (spec.dependents or spec.shown_in_linkers):
                 continue
-            old, new = indexed_record(index, uri), (now[0] if now else None)
+            old, new = indexed(uri), (now[0] if now else None)
             if spec.dependents and (old or new):
-                found.update(spec.dependents(conn, self.registry, old, new))
+                found.update(spec.dependents(conn, self.registry, old, new, indexed))
             if spec.shown_in_linkers and old and new and spec.title(old) != spec.title(new):
                 found.update(self._linking(conn, parsed))
         return found - set(built)
@@ -84,9 +87,9 @@ class DocumentBuilder:
         return uris
 
 
-def indexed_record(index: tantivy.Index, uri: str) -> dict | None:
+def indexed_record(index: tantivy.Index, uri: str, searcher: tantivy.Searcher | None = None) -> dict | None:
     """The record as the index last saw it (its stored `json`), or None."""
-    searcher = index.searcher()
+    searcher = searcher or index.searcher()
     hits = searcher.search(tantivy.Query.term_query(index.schema, "id", uri), limit=1).hits
     if not hits:
         return None
@@ -196,7 +199,13 @@ class Indexer:
                 self.open(force_rebuild=True)
                 return 1
             built = self.builder.build(conn, dict.fromkeys(change.uri for change in changes))
-            built.update(self.builder.build(conn, self.builder.dependents(conn, self.index, built)))
+            # Dependents have dependents too: a node's later siblings are indexed with it, and when
+            # their own changes come in a later batch the index already holds them as they are, so
+            # only now can the agents they link (say) be seen to change.
+            newly = built
+            while newly:
+                newly = self.builder.build(conn, self.builder.dependents(conn, self.index, newly) - built.keys())
+                built.update(newly)
         try:
             for uri, found in built.items():
                 self.writer.delete_documents_by_term("id", uri)

@@ -33,11 +33,11 @@ from fonds.records.search_spec import (
     both,
     copied,
     instance_dependents,
-    linked_agent_dependents,
     node_dependents,
     ref_of,
 )
 from fonds.records.trees.decorations import ArchivalTreeViews
+from fonds.records.types.agent_dependents import linked_agent_dependents
 from fonds.records.types.container_links import node_container_dependents, resource_container_dependents
 from fonds.records.types.events import linked_events, linked_events_sql
 from fonds.storage.tables import ColumnSpec
@@ -188,7 +188,7 @@ def _digital_objects(doc: dict | None) -> list[str]:
     return list(dict.fromkeys(ref for ref in refs if ref))
 
 
-def digital_object_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def digital_object_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """A digital object's `linked_instances` and `collection` are computed from the records whose
     instances point at it (and from an archival object's resource and publish flag)."""
     before, after = _digital_objects(old), _digital_objects(new)

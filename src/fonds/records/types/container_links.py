@@ -266,13 +266,13 @@ def _dependents(conn, registry, old, new, nodes_below) -> list[str]:
     return sorted(found)
 
 
-def resource_container_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def resource_container_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """Containers whose documents show this resource: through its own instances and those of
     its archival objects (their `collection`)."""
     return _dependents(conn, registry, old, new, lambda table, i: select(table.c.id).where(table.c.resource_id == i))
 
 
-def node_container_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def node_container_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """Containers whose documents show this archival object: through its own instances and, as a
     series or an ancestor that must be published, those of the nodes below it."""
     return _dependents(conn, registry, old, new, lambda table, i: hierarchy.descendants_select(table, [i]))

@@ -27,12 +27,12 @@ from fonds.records.search_spec import (
     ancestor_uris,
     both,
     copied,
-    linked_agent_dependents,
     node_dependents,
     ref_of,
 )
 from fonds.records.trees.decorations import TreeViews, dates
 from fonds.records.types import archival
+from fonds.records.types.agent_dependents import linked_agent_dependents
 from fonds.records.types.events import linked_events, linked_events_sql
 from fonds.storage.chunks import select_in
 from fonds.storage.tables import ColumnSpec

@@ -84,7 +84,7 @@ def _linked_record_uris(doc: dict, _) -> list[str]:
     return [r["ref"] for r in doc.get("linked_records", []) if r.get("ref")]
 
 
-def linked_record_dependents(conn, registry, old: dict | None, new: dict | None) -> list[str]:
+def linked_record_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """The records an event links show it in `linked_events`: their documents change when the
     event comes, goes or links other records."""
     before, after = (set(_linked_record_uris(doc, None)) if doc else set() for doc in (old, new))

@@ -1,0 +1,105 @@
+"""Which agents' search documents a change to a record linking agents alters.
+
+An agent's document holds four fields computed from the archival records linking it
+(`agents.agent_link_fields`): `linked_agent_roles` and `is_linked_to_published_record` from a
+sample, its first LINK_SAMPLE links ordered by (source type, source id), and
+`used_within_repositories` / `used_within_published_repositories` from all of them. A record
+gaining a link to an agent alters none of them when its repository is already among the agent's
+and either its link stays outside the sample or the sample holds all the agent's links and
+already shows the link's role and publication. Rendering an agent reads and parses up to
+LINK_SAMPLE linking records, so a bulk load linking every new record to its agents would re-render
+each agent over and over; the check costs the agent's indexed document and at most two counts,
+each bounded by LINK_SAMPLE.
+
+Anything else re-renders the agent: a link removed or its role changed, the linking record's
+publication, suppression or repository changed, the record deleted, and any case the check can't
+decide (the agent not indexed yet). The argument that skipping is exact: between two renders of an
+agent its links are only ever added (anything else re-renders it); links outside the sample when
+checked stay outside (links only come before them), and those inside were checked while the
+agent had at most LINK_SAMPLE links, so whenever the sample is full again it is made of links
+that were each shown already."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sqlalchemy import and_, bindparam, func, or_, select
+
+from fonds.records.types.agents import LINK_FIELD, LINK_SAMPLE, NOT_ARCHIVAL
+
+
+def linked_agent_dependents(conn, registry, old: dict | None, new: dict | None, indexed) -> list[str]:
+    """The agents whose documents change with this record (see the module's docstring)."""
+    before, after = _links_by_agent(old), _links_by_agent(new)
+    same_record = old is not None and new is not None and _record_state(registry, old) == _record_state(registry, new)
+    found = []
+    for ref in sorted(before.keys() | after.keys()):
+        if same_record and before.get(ref) == after.get(ref):
+            continue
+        if ref not in before and _addition_shows_nothing_new(conn, registry, indexed(ref), new, after[ref]):
+            continue
+        found.append(ref)
+    return found
+
+
+def _links_by_agent(doc: dict | None) -> dict[str, Counter]:
+    """agent ref -> the roles of the record's links to it, with repeats (each link is a row)."""
+    found: dict[str, Counter] = {}
+    for item in (doc or {}).get("linked_agents") or []:
+        if isinstance(item, dict) and isinstance(item.get("ref"), str):
+            found.setdefault(item["ref"], Counter())[item.get("role") or ""] += 1
+    return found
+
+
+def _record_state(registry, doc: dict):
+    parsed = registry.parse_uri(doc.get("uri") or "")
+    return _published(doc), bool(doc.get("suppressed")), parsed.repo_id if parsed else None
+
+
+def _published(doc: dict) -> bool:
+    return bool(doc.get("publish")) and not doc.get("suppressed")
+
+
+def _addition_shows_nothing_new(conn, registry, agent: dict | None, record: dict, roles: Counter) -> bool:
+    """Whether `record`'s new links (`roles`) to an agent, indexed as `agent`, leave its document as it is."""
+    source, target = registry.parse_uri(record.get("uri") or ""), registry.parse_uri((agent or {}).get("uri") or "")
+    if agent is None or source is None or target is None or source.repo_id is None or source.record_type.name in NOT_ARCHIVAL:
+        return False
+    if f"/repositories/{source.repo_id}" not in (agent.get("used_within_repositories") or []):
+        return False
+    shown_roles = set(agent.get("linked_agent_roles") or [])
+    shown = all(not role or role in shown_roles for role in roles) and (
+        not _published(record) or agent.get("is_linked_to_published_record")
+    )
+    params = {"target_type": target.record_type.name, "target_id": target.record_id}
+    params.update(source_type=source.record_type.name, source_id=source.record_id)
+    total, before = conn.execute(_counts(conn.info["fonds_tables"]["record_link"]), params).one()
+    # Outside the sample (at least LINK_SAMPLE links sort before all of the record's), or the
+    # sample is all of the agent's links and already showed these.
+    return before >= LINK_SAMPLE or (shown and total <= LINK_SAMPLE)
+
+
+# Built once per table with bound parameters: the indexer runs it for every link a batch adds,
+# and building a statement cost more than running it.
+_COUNTS: dict[str, object] = {}
+
+
+def _counts(links):
+    """(the agent's archival links, those sorting before a record's), each counted no further
+    than LINK_SAMPLE + 1; the agent's links as `agents._linking_rows` selects them."""
+    if links.name not in _COUNTS:
+        archival = (
+            links.c.target_type == bindparam("target_type"),
+            links.c.target_id == bindparam("target_id"),
+            links.c.field == LINK_FIELD,
+            *(links.c.source_type != name for name in NOT_ARCHIVAL),
+        )
+        source_type, source_id = bindparam("source_type"), bindparam("source_id")
+        before = or_(links.c.source_type < source_type, and_(links.c.source_type == source_type, links.c.source_id < source_id))
+        _COUNTS[links.name] = select(
+            *(
+                select(func.count()).select_from(select(links.c.id).where(*where).limit(LINK_SAMPLE + 1).subquery()).scalar_subquery()
+                for where in (archival, (*archival, before))
+            )
+        )
+    return _COUNTS[links.name]
