@@ -86,10 +86,10 @@ def test_links_that_show_nothing_new_leave_the_document_equal_to_get(api, repo):
     assert _assert_document_is_get(api, agent)["linked_agent_roles"] == ["creator"]
 
 
-def _many_linking_objects(api, repo: int, agent: str, roles: list[str]) -> None:
-    """Archival objects linking `agent` with these roles, in this order of ids (one import)."""
+def _import_linking_objects(api, repo: int, links: list[tuple[str, str]], title: str = "Many") -> None:
+    """Archival objects of one new resource, each linking one (agent, role), in this order of ids (one import)."""
     resource = f"/repositories/{repo}/resources/import_r"
-    batch = [{"jsonmodel_type": "resource", "uri": resource, "title": "Many", "id_0": "many", "level": "collection"}]
+    batch = [{"jsonmodel_type": "resource", "uri": resource, "title": title, "id_0": title.lower(), "level": "collection"}]
     batch += [
         {
             "jsonmodel_type": "archival_object",
@@ -99,10 +99,14 @@ def _many_linking_objects(api, repo: int, agent: str, roles: list[str]) -> None:
             "resource": {"ref": resource},
             "linked_agents": [_link(agent, role)],
         }
-        for n, role in enumerate(roles)
+        for n, (agent, role) in enumerate(links)
     ]
     response = api.post(f"/repositories/{repo}/batch_imports", json=batch)
     assert response.status_code == 200, response.text
+
+
+def _many_linking_objects(api, repo: int, agent: str, roles: list[str]) -> None:
+    _import_linking_objects(api, repo, [(agent, role) for role in roles])
 
 
 def test_a_link_entering_a_full_sample_pushes_the_last_one_out_of_the_document(api, repo):
@@ -136,20 +140,6 @@ def test_records_indexed_early_as_siblings_still_update_their_agents(api, repo, 
     for agent in agents:
         _assert_document_is_get(api, agent)
     monkeypatch.setattr(indexer, "BATCH", 2)
-    resource = f"/repositories/{repo}/resources/import_r"
-    batch = [{"jsonmodel_type": "resource", "uri": resource, "title": "Flat", "id_0": "flat", "level": "collection"}]
-    batch += [
-        {
-            "jsonmodel_type": "archival_object",
-            "uri": f"/repositories/{repo}/archival_objects/import_{n}",
-            "title": f"Item {n}",
-            "level": "file",
-            "resource": {"ref": resource},
-            "linked_agents": [_link(agent)],
-        }
-        for n, agent in enumerate(agents)
-    ]
-    response = api.post(f"/repositories/{repo}/batch_imports", json=batch)
-    assert response.status_code == 200, response.text
+    _import_linking_objects(api, repo, [(agent, "creator") for agent in agents], title="Flat")
     for agent in agents:
         assert _assert_document_is_get(api, agent)["used_within_repositories"] == [f"/repositories/{repo}"]

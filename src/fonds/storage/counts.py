@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Table
 from fonds.storage import siblings
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
+from fonds.storage.triggers import has_trigger
 
 # Blocks of 1024 ids: a page skips at most 1023 index entries within its block (on PostgreSQL
 # each may cost a heap visit while the visibility map is not yet set after a bulk load), and a
@@ -96,24 +97,13 @@ def install(db: Database, tables: list[str]) -> None:
     with db.write() as conn:
         if db.kind == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({INSTALL_LOCK_KEY})")
-        missing = [table for table in tables if not _has_triggers(conn, table)]
+        missing = [table for table in tables if not has_trigger(conn, table, f"{trigger_name(table)}_ins")]
         if not missing:
             return
         if db.kind == "postgresql":
             conn.exec_driver_sql(_PG_FUNCTIONS.format(lock=APPEND_LOCK_KEY, block=BLOCK))
         for table in missing:
             _install_one(conn, table)
-
-
-def _has_triggers(conn: Connection, table: str) -> bool:
-    name = f"{trigger_name(table)}_ins"
-    if conn.dialect.name == "postgresql":
-        # The table of this schema (the search path's), not a namesake's elsewhere.
-        sql = "SELECT 1 FROM pg_trigger WHERE tgname = %(name)s AND tgrelid = to_regclass(%(table)s)"
-        rows = conn.exec_driver_sql(sql, {"name": name, "table": f'"{table}"'})
-    else:
-        rows = conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,))
-    return rows.first() is not None
 
 
 def _install_one(conn: Connection, table: str) -> None:

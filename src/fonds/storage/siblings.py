@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Table
 
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
+from fonds.storage.triggers import has_trigger
 
 # A band is `position >> SHIFT` (a floor, negative positions included, on both databases).
 SHIFT = 18
@@ -124,18 +125,8 @@ def install(db: Database, roots: dict[str, str]) -> None:
         if db.kind == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({INSTALL_LOCK_KEY})")
         for table, root in roots.items():
-            if not _has_triggers(conn, table):
+            if not has_trigger(conn, table, f"{trigger_name(table)}_ins"):
                 _install_one(conn, table, root)
-
-
-def _has_triggers(conn: Connection, table: str) -> bool:
-    name = f"{trigger_name(table)}_ins"
-    if conn.dialect.name == "postgresql":
-        sql = "SELECT 1 FROM pg_trigger WHERE tgname = %(name)s AND tgrelid = to_regclass(%(table)s)"
-        rows = conn.exec_driver_sql(sql, {"name": name, "table": f'"{table}"'})
-    else:
-        rows = conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,))
-    return rows.first() is not None
 
 
 def _install_one(conn: Connection, table: str, root: str) -> None:
