@@ -148,18 +148,21 @@ def ancestor_uris(doc: dict) -> list[str]:
     return [a["ref"] for a in doc.get("ancestors") or [] if isinstance(a, dict) and a.get("ref")]
 
 
-def _sibling_list(conn, registry, node_type: str, doc: dict):
-    """The table, the record type and the conditions selecting the sibling list `doc` is in."""
-    table = conn.info["fonds_tables"][node_type]
+def _list_of(registry, node_type: str, doc: dict):
+    """The record type, parent and root (parsed refs, or None) of the sibling list `doc` is in."""
     record_type = registry[node_type]
-    spec = record_type.tree
-    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, spec.root_field) or "")
-    root_column = table.c[spec.root_column]
-    where = [
-        table.c.parent_id.is_(None) if parent is None else table.c.parent_id == parent.record_id,
-        root_column.is_(None) if root is None else root_column == root.record_id,
+    parent = registry.parse_uri(ref_of(doc, "parent") or "")
+    root = registry.parse_uri(ref_of(doc, record_type.tree.root_field) or "")
+    return record_type, parent, root
+
+
+def _list_conditions(table, record_type, parent, root, value=lambda parsed, name: parsed.record_id) -> list:
+    """The conditions selecting a sibling list (`value` gives the compared value: an id, or a bound parameter)."""
+    root_column = table.c[record_type.tree.root_column]
+    return [
+        table.c.parent_id.is_(None) if parent is None else table.c.parent_id == value(parent, "parent"),
+        root_column.is_(None) if root is None else root_column == value(root, "root"),
     ]
-    return table, record_type, where
 
 
 # Built once per table and list kind (top level or not) with bound parameters: the indexer runs
@@ -173,23 +176,14 @@ def _siblings_from_node(conn, registry, node_type: str, doc: dict) -> list[str]:
     from sqlalchemy import bindparam, select
 
     table = conn.info["fonds_tables"][node_type]
-    record_type = registry[node_type]
-    spec = record_type.tree
-    parent, root = registry.parse_uri(ref_of(doc, "parent") or ""), registry.parse_uri(ref_of(doc, spec.root_field) or "")
+    record_type, parent, root = _list_of(registry, node_type, doc)
     key = (table.name, parent is None, root is None)
     if key not in _FROM_NODE:
-        root_column = table.c[spec.root_column]
         own = select(table.c.position).where(table.c.id == bindparam("node")).scalar_subquery()
-        _FROM_NODE[key] = select(table.c.id, table.c.repo_id).where(
-            table.c.parent_id.is_(None) if parent is None else table.c.parent_id == bindparam("parent"),
-            root_column.is_(None) if root is None else root_column == bindparam("root"),
-            table.c.position >= own,
-        )
+        where = _list_conditions(table, record_type, parent, root, lambda _, name: bindparam(name))
+        _FROM_NODE[key] = select(table.c.id, table.c.repo_id).where(*where, table.c.position >= own)
     params = {"node": registry.parse_uri(doc["uri"]).record_id}
-    if parent is not None:
-        params["parent"] = parent.record_id
-    if root is not None:
-        params["root"] = root.record_id
+    params.update({name: parsed.record_id for name, parsed in (("parent", parent), ("root", root)) if parsed is not None})
     return [record_type.uri(i, repo) for i, repo in conn.execute(_FROM_NODE[key], params)]
 
 
@@ -199,7 +193,9 @@ def _siblings_from_position(conn, registry, node_type: str, doc: dict, position:
     (trees/positions.py), so the list is counted in order, not compared with the column."""
     from sqlalchemy import select
 
-    table, record_type, where = _sibling_list(conn, registry, node_type, doc)
+    table = conn.info["fonds_tables"][node_type]
+    record_type, parent, root = _list_of(registry, node_type, doc)
+    where = _list_conditions(table, record_type, parent, root)
     rows = conn.execute(select(table.c.id, table.c.repo_id).where(*where).order_by(table.c.position).offset(position))
     return [record_type.uri(i, repo) for i, repo in rows]
 

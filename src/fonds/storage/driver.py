@@ -7,20 +7,30 @@ Errors come as SQLAlchemy's (`DBAPIError.instance`), as from `execute`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 
-def rows(conn: Connection, statement: str, parameters: tuple | dict = ()) -> list[tuple]:
-    """The rows of one statement (none for a statement that returns none)."""
-    cursor = conn.connection.cursor()
+@contextmanager
+def cursor(conn: Connection, statement: str, parameters: tuple | dict | None = None) -> Iterator:
+    """The driver's cursor, to run `statement` on (named in the error it raises as SQLAlchemy's)."""
+    found = conn.connection.cursor()
     try:
-        cursor.execute(statement, parameters)
-        return cursor.fetchall() if cursor.description is not None else []
+        yield found
     except conn.dialect.loaded_dbapi.Error as error:
         raise DBAPIError.instance(statement, parameters, error, conn.dialect.loaded_dbapi.Error) from error
     finally:
-        cursor.close()
+        found.close()
+
+
+def rows(conn: Connection, statement: str, parameters: tuple | dict = ()) -> list[tuple]:
+    """The rows of one statement (none for a statement that returns none)."""
+    with cursor(conn, statement, parameters) as found:
+        found.execute(statement, parameters)
+        return found.fetchall() if found.description is not None else []
 
 
 def scalar(conn: Connection, statement: str, parameters: tuple | dict = ()):

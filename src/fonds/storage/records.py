@@ -7,7 +7,6 @@ import datetime
 from collections.abc import Iterable
 
 from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
-from sqlalchemy.exc import DBAPIError
 
 from fonds.storage import driver
 from fonds.storage.chunks import chunked, execute_in, select_in
@@ -56,21 +55,16 @@ def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
     values = _converted(_bind_processors(conn, table, tuple(names)), [[row[name] for name in names] for row in rows])
     quote = conn.dialect.identifier_preparer.quote
     columns = ", ".join(quote(name) for name in names)
-    cursor = conn.connection.cursor()
-    try:
-        if conn.dialect.name == "postgresql":
-            statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN"
-            with cursor.copy(statement) as copy:
-                for value in values:
-                    copy.write_row(value)
-        else:
-            statement = f"INSERT INTO {quote(table.name)} ({columns}) VALUES ({', '.join('?' * len(names))})"
+    if conn.dialect.name == "postgresql":
+        statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN"
+        with driver.cursor(conn, statement) as cursor, cursor.copy(statement) as copy:
+            for value in values:
+                copy.write_row(value)
+    else:
+        statement = f"INSERT INTO {quote(table.name)} ({columns}) VALUES ({', '.join('?' * len(names))})"
+        with driver.cursor(conn, statement) as cursor:
             for chunk in chunked(values, ROWS_PER_STATEMENT):
                 cursor.executemany(statement, chunk)
-    except conn.dialect.loaded_dbapi.Error as error:
-        raise DBAPIError.instance(statement, None, error, conn.dialect.loaded_dbapi.Error) from error
-    finally:
-        cursor.close()
 
 
 def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> list | None:
