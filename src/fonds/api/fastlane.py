@@ -37,11 +37,10 @@ from fonds.auth import generation
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import cached_user
 from fonds.errors import FondsError
-from fonds.records.pages import MAX_INTEGER, QuickPage, locate, page_json, quick_page
+from fonds.records.pages import MAX_INTEGER, QuickPage, page_json, quick_page
 from fonds.records.plain import ROW, StoredAnswer, by_id_sql, stored_answer
 from fonds.records.refs import parse_resolve, resolved_bodies
 from fonds.records.registry import RecordType, Registry
-from fonds.storage import counts
 from fonds.storage.quick import Busy
 
 log = logging.getLogger("fonds.errors")
@@ -190,11 +189,10 @@ class RecordRead:
 @dataclass(frozen=True)
 class ListPage:
     """GET a page of a listing (`page`, `page_size`, `resolve[]`) of a type whose answers one
-    statement reads and whose block counts describe its listings."""
+    statement reads and whose block counts describe its listings: the page, its total and the
+    generation in one statement (`pages.QuickPage`), so in one round trip on PostgreSQL."""
 
     permission: str
-    type_name: str
-    repo_scoped: bool
     sql: QuickPage
     resolver: Resolver
 
@@ -209,40 +207,36 @@ class ListPage:
             return False
         if listing.page is None or (listing.page.number - 1) * listing.page.size > MAX_INTEGER:
             return False
-        repo_id = ints[0] if self.repo_scoped else None
+        repo_id = ints[0] if self.sql.repo_scoped else None
         generation_seen = generation_if_allowed(services, scope, self.permission, repo_id)
         if generation_seen is None:
             return False
         page = listing.page
-        inline = page.size <= INLINE_PAGE_SIZE
+        params = self.sql.params(repo_id, (page.number - 1) * page.size, page.size)
+        quick = services.quick
         try:
-            found = await run_quick(services.quick, inline, services.quick.snapshot, self._reader(repo_id, page, wanted))
+            if wanted:
+                inline = page.size <= INLINE_PAGE_SIZE
+                found = await run_quick(quick, inline, quick.snapshot, self._resolving(params, wanted))
+            elif page.size <= INLINE_PAGE_SIZE or quick.blocking:
+                found = self.sql.read(await quick.rows_soon(self.sql.sql, params))
+            else:
+                found = self.sql.read(await run_quick(quick, False, quick.rows, self.sql.sql, params))
         except (Busy, Unresolvable):
             return False
-        if found is None or found[0] != generation_seen or found[2] is None:
+        generation_now, repository_found, total, bodies = found
+        # No repository: the ordinary path answers 400.
+        if generation_now != generation_seen or not repository_found or bodies is None:
             return False
-        await send_json(send, page_json(page.number, page.size, found[1], found[2]))
+        await send_json(send, page_json(page.number, page.size, total, bodies))
         return True
 
-    def _reader(self, repo_id: int | None, page, wanted: dict):
-        head = f"SELECT ({generation.SUBQUERY}), " + ("(SELECT count(*) FROM repository WHERE id = ?)" if self.repo_scoped else "1")
-        offset = (page.number - 1) * page.size
-
+    def _resolving(self, params: tuple, wanted: dict):
         def read(query):
-            (generation_now, repository_found), *_ = query(head, (repo_id,) if self.repo_scoped else ())
-            if not repository_found:
-                return None  # the ordinary path answers 400
-            blocks = query(self.sql.blocks, (self.type_name, repo_id or 0))
-            start = locate(blocks, offset)
-            if start is None:
-                rows = []
-            else:
-                first_id = start[0] * counts.BLOCK
-                rows = query(self.sql.page, ((repo_id,) if self.repo_scoped else ()) + (first_id, page.size, start[1]))
-            bodies = [self.sql.answer.body(row) for row in rows]
-            if None in bodies:
-                return generation_now, 0, None
-            return generation_now, sum(n for _, n in blocks), self.resolver.bodies(query, bodies, wanted)
+            generation_now, repository_found, total, bodies = self.sql.read(query(self.sql.sql, params))
+            if bodies is not None:
+                bodies = self.resolver.bodies(query, bodies, wanted)
+            return generation_now, repository_found, total, bodies
 
         return read
 
@@ -326,13 +320,11 @@ class FastLane:
             sql = by_id_sql(record_type, answer, f"({generation.SUBQUERY})")
             handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql, answer, resolver)
         for record_type in registry:
-            page_sql = quick_page(record_type, dialect, registry)
+            page_sql = quick_page(record_type, dialect, registry, generation.SUBQUERY)
             route = by_name.get(f"list_{record_type.name}")
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
-            handlers[_shape(route.path)] = ListPage(
-                record_type.permissions.read, record_type.name, record_type.repo_scoped, page_sql, resolver
-            )
+            handlers[_shape(route.path)] = ListPage(record_type.permissions.read, page_sql, resolver)
         creates: dict[tuple, RecordCreate] = {}
         for record_type in registry:
             route = by_name.get(f"create_{record_type.name}")

@@ -73,28 +73,54 @@ def page_json(number: int, size: int, total: int, bodies: list[bytes]) -> bytes:
 
 @dataclass(frozen=True)
 class QuickPage:
-    """Raw statements for a listing page of a type whose answers one statement reads (the API's
-    fast lane): the blocks (type name, repository id or 0) and the page (repository id for
-    repository-scoped types, the first id of the block, size, how many to skip), whose rows
-    `answer` turns into the records' answers."""
+    """One raw statement for a listing page of a type whose answers one statement reads (the
+    API's fast lane), so a page costs one round trip: `params` gives its parameters. Each row
+    holds the auth generation, whether the repository exists (1 for unscoped types), the
+    listing's total, then the id and `answer.columns` of one record of the page in id order: a
+    single row with no record (id NULL) when the page is empty. The total and the start of the
+    page come from the block counts, summed in the statement as `page_rows` sums them."""
 
-    blocks: str
-    page: str
+    sql: str
+    repo_scoped: bool
+    type_name: str
     answer: StoredAnswer
 
+    def params(self, repo_id: int | None, offset: int, size: int) -> tuple:
+        repo = (repo_id,) if self.repo_scoped else ()
+        return (self.type_name, repo_id or 0, offset, offset, *repo, *repo, size)
 
-def quick_page(record_type: RecordType, dialect: str, registry: Registry) -> QuickPage | None:
-    """None when the type's listings hide rows or its reads need Python."""
+    def read(self, rows: list[tuple]) -> tuple[int, int, int, list[bytes] | None]:
+        """(generation, repository found, total, the answers: None when one needs Python)."""
+        generation_now, found, total = rows[0][:3]
+        bodies = [self.answer.body(row[4:]) for row in rows if row[3] is not None]
+        return generation_now, found, total, (None if None in bodies else bodies)
+
+
+def quick_page(record_type: RecordType, dialect: str, registry: Registry, first: str) -> QuickPage | None:
+    """None when the type's listings hide rows or its reads need Python; `first` is the SQL of the
+    generation the rows carry."""
     answer = stored_answer(record_type, dialect, registry)
     if answer is None or type(record_type.hooks).list_filter is not Hooks.list_filter:
         return None
     name, scoped = record_type.name, "repo_id = ? AND " if record_type.repo_scoped else ""
-    ids = f'SELECT id FROM "{name}" WHERE {scoped}id >= ? ORDER BY id LIMIT ? OFFSET ?'
-    return QuickPage(
-        blocks="SELECT bucket, n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0 ORDER BY bucket",
-        page=f'SELECT {answer.columns} FROM "{name}" {ROW} WHERE {ROW}.id IN ({ids}) ORDER BY {ROW}.id',
-        answer=answer,
-    )
+    # In the order of the (repo_id, id) index, so that a plan made for any repository reads it.
+    order = "repo_id, id" if record_type.repo_scoped else "id"
+    found = "(SELECT count(*) FROM repository WHERE id = ?)" if record_type.repo_scoped else "1"
+    # The first block whose running sum passes the offset, and how many of its records to skip.
+    sql = f"""WITH blocks AS (
+  SELECT bucket, n, sum(n) OVER (ORDER BY bucket) AS upto FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0
+), start AS (
+  SELECT bucket, ? - (upto - n) AS skip FROM blocks WHERE upto > ? ORDER BY bucket LIMIT 1
+), head AS (
+  SELECT ({first}) AS generation_now, {found} AS found, (SELECT coalesce(sum(n), 0) FROM blocks) AS total
+)
+SELECT head.generation_now, head.found, head.total, page.* FROM head LEFT JOIN (
+  SELECT {ROW}.id AS page_id, {answer.aliased} FROM "{name}" {ROW} WHERE {ROW}.id IN (
+    SELECT id FROM "{name}" WHERE {scoped}id >= (SELECT bucket FROM start) * {counts.BLOCK}
+    ORDER BY {order} LIMIT ? OFFSET (SELECT coalesce(max(skip), 0) FROM start)
+  )
+) page ON 1 = 1 ORDER BY page.page_id"""
+    return QuickPage(sql, record_type.repo_scoped, name, answer)
 
 
 def locate(blocks: list, offset: int) -> tuple[int, int] | None:

@@ -40,6 +40,8 @@ class StoredAnswer:
     columns: str
     # `"name":` of each read field, in the order of `columns`.
     names: tuple[bytes, ...]
+    # `columns` each named (answer_0, answer_1, …), for a subquery's select list.
+    aliased: str
 
     def body(self, values: Sequence) -> bytes | None:
         """The answer from the values of `columns` (None when one is missing)."""
@@ -61,8 +63,9 @@ def stored_answer(record_type: RecordType, dialect: str, registry: Registry) -> 
     if tree is not None and tree.node == record_type.name:
         # After the type's own fields, as `RecordService.render` merges them.
         fields = {**fields, **node_fields.read_sql(dialect, tree, record_type.path, registry[tree.root].path, ROW)}
-    columns = ", ".join([f"{ROW}.json", *(f"({sql})" for sql in fields.values())])
-    return StoredAnswer(columns, tuple(orjson.dumps(name) + b":" for name in fields))
+    selected = [f"{ROW}.json", *(f"({sql})" for sql in fields.values())]
+    aliased = ", ".join(f"{column} AS answer_{n}" for n, column in enumerate(selected))
+    return StoredAnswer(", ".join(selected), tuple(orjson.dumps(name) + b":" for name in fields), aliased)
 
 
 def by_id_sql(record_type: RecordType, answer: StoredAnswer, first: str) -> str:

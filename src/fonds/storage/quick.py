@@ -24,8 +24,16 @@ from typing import TypeVar
 
 from sqlalchemy.engine import make_url
 
+from fonds.storage.db import pg_options
+
 # Idle connections kept: concurrent users are the event loop plus the odd request thread.
 KEEP = 8
+# PostgreSQL sessions of these connections. Their statements are few, fixed and run thousands
+# of times: each is prepared at its first run and keeps one generic plan, as planning an
+# archival object's page (its position and ancestors are subqueries) took 1–2 ms, more than
+# running it. The statements are written so that one plan serves every parameter (a page reads
+# the (repo_id, id) index in its order).
+PG_PLANS = "-c plan_cache_mode=force_generic_plan"
 
 
 T = TypeVar("T")
@@ -48,6 +56,7 @@ class QuickReads:
         self._target = (
             parsed.database if self.kind == "sqlite" else parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         )
+        self._pg_session = {"autocommit": True, "prepare_threshold": 0, "options": pg_options(url, PG_PLANS)}
         self._idle: deque = deque()
         # PostgreSQL's asynchronous connections, each with the event loop it serves; at most KEEP.
         self._idle_async: deque = deque()
@@ -61,7 +70,7 @@ class QuickReads:
         if self.kind == "postgresql":
             import psycopg
 
-            return psycopg.connect(self._target, autocommit=True)
+            return psycopg.connect(self._target, **self._pg_session)
         conn = sqlite3.connect(self._target, isolation_level=None, check_same_thread=False, cached_statements=512)
         conn.execute("PRAGMA query_only=1")
         conn.execute("PRAGMA busy_timeout=0")
@@ -75,19 +84,23 @@ class QuickReads:
             converted = self._sql[sql] = sql.replace("?", "%s")
         return converted
 
-    def row(self, sql: str, params: tuple) -> tuple | None:
-        """The first row of one statement (a tuple), or None: one implicit transaction."""
-        rows = self._with_connection(lambda conn: self._all(conn, sql, params))
-        return rows[0] if rows else None
+    def rows(self, sql: str, params: tuple) -> list[tuple]:
+        """The rows of one statement (tuples): one implicit transaction."""
+        return self._with_connection(lambda conn: self._all(conn, sql, params))
 
     async def row_soon(self, sql: str, params: tuple) -> tuple | None:
-        """`row` without blocking the event loop: on it with SQLite, over an asynchronous
+        """The first row of `rows_soon`, or None."""
+        rows = await self.rows_soon(sql, params)
+        return rows[0] if rows else None
+
+    async def rows_soon(self, sql: str, params: tuple) -> list[tuple]:
+        """`rows` without blocking the event loop: on it with SQLite, over an asynchronous
         connection with PostgreSQL (in a thread while KEEP of them are busy)."""
         if not self.blocking:
-            return self.row(sql, params)
+            return self.rows(sql, params)
         conn = await self._async_connection()
         if conn is None:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, self.row, sql, params)
+            return await asyncio.get_running_loop().run_in_executor(self.executor, self.rows, sql, params)
         try:
             rows = await (await conn.execute(self._dialect_sql(sql), params, binary=True)).fetchall()
         except BaseException as exc:  # cancelled mid-statement too: the connection's state is unknown
@@ -97,7 +110,7 @@ class QuickReads:
                 raise Busy() from None
             raise
         self._idle_async.append((asyncio.get_running_loop(), conn))
-        return rows[0] if rows else None
+        return rows
 
     async def _async_connection(self):
         """An idle asynchronous connection of this event loop, a new one, or None at KEEP."""
@@ -115,7 +128,7 @@ class QuickReads:
             return None
         self._async_open += 1
         try:
-            return await psycopg.AsyncConnection.connect(self._target, autocommit=True)
+            return await psycopg.AsyncConnection.connect(self._target, **self._pg_session)
         except BaseException:
             self._async_open -= 1
             raise
