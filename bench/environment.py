@@ -6,6 +6,7 @@ import os
 import platform
 import secrets
 import subprocess
+import time
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -69,7 +70,19 @@ def machine() -> dict:
         "memory_gb": round(memory_kb / 1024 / 1024, 1),
         "kernel": platform.release(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "cpu_probe_ms": cpu_probe_ms(),
     }
+
+
+def cpu_probe_ms() -> float:
+    """The best of three runs of a fixed interpreter loop: the same machine's speed varies from
+    day to day (seen: 2x), so absolute figures of two runs compare through it."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        sum(range(10**7))
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1000, 1)
 
 
 def versions(url: str | None) -> dict:

@@ -118,7 +118,8 @@ def markdown(result: dict) -> str:
             f"Run {result['date']} on **{result['db']}**, scale **{st['scale']}** (seed {st['seed']}), {st['workers']} worker(s), "
             f"{st['clients']} concurrent clients, {st['duration_s']} s per scenario.",
             "",
-            f"- Machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gb']} GB RAM, Linux {m['kernel']} (load average at start {m['load_average_at_start'][0]})",
+            f"- Machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gb']} GB RAM, Linux {m['kernel']} (load average at start {m['load_average_at_start'][0]})"
+            + (f"; CPU probe {m['cpu_probe_ms']} ms (`sum(range(10**7))`, lower is faster)" if "cpu_probe_ms" in m else ""),
             "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
             f"- Client: {st['client']}, on the same machine over loopback",
             *summary(result),
