@@ -110,7 +110,8 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("target_type", String(64), nullable=False),
         Column("target_id", Integer, nullable=False),
         Index("ix_record_link_source", "source_type", "source_id"),
-        Index("ix_record_link_target", "target_type", "target_id", "field"),
+        # With the sources: the links to a record are read in their sources' order from the index.
+        Index("ix_record_link_target", "target_type", "target_id", "field", "source_type", "source_id"),
     )
     Table(
         "session",

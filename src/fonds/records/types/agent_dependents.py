@@ -8,8 +8,8 @@ gaining a link to an agent alters none of them when its repository is already am
 and either its link stays outside the sample or the sample holds all the agent's links and
 already shows the link's role and publication. Rendering an agent reads and parses up to
 LINK_SAMPLE linking records, so a bulk load linking every new record to its agents would re-render
-each agent over and over; the check costs the agent's indexed document and at most two counts,
-each bounded by LINK_SAMPLE.
+each agent over and over; the check costs the agent's indexed document and one read of at most
+LINK_SAMPLE + 1 entries of an index.
 
 Anything else re-renders the agent: a link removed or its role changed, the linking record's
 publication, suppression or repository changed, the record deleted, and any case the check can't
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import and_, bindparam, func, or_, select
+from sqlalchemy import and_, bindparam, case, or_, select
 
 from fonds.records.types.agents import LINK_FIELD, LINK_SAMPLE, NOT_ARCHIVAL
 
@@ -73,33 +73,36 @@ def _addition_shows_nothing_new(conn, registry, agent: dict | None, record: dict
     )
     params = {"target_type": target.record_type.name, "target_id": target.record_id}
     params.update(source_type=source.record_type.name, source_id=source.record_id)
-    total, before = conn.execute(_counts(conn.info["fonds_tables"]["record_link"]), params).one()
-    # Outside the sample (at least LINK_SAMPLE links sort before all of the record's), or the
-    # sample is all of the agent's links and already showed these.
-    return before >= LINK_SAMPLE or (shown and total <= LINK_SAMPLE)
+    # Whether each of the agent's links at the sample's last place and the one after it sorts
+    # before the record (compared in SQL, as the sample is ordered).
+    edge = conn.execute(_sample_edge(conn.info["fonds_tables"]["record_link"]), params).scalars().all()
+    # Outside the sample (its last link sorts before the record: all LINK_SAMPLE do), or the
+    # sample is all of the agent's links (none after it) and already showed these.
+    return (bool(edge) and bool(edge[0])) or (shown and len(edge) < 2)
 
 
 # Built once per table with bound parameters: the indexer runs it for every link a batch adds,
 # and building a statement cost more than running it.
-_COUNTS: dict[str, object] = {}
+_SAMPLE_EDGE: dict[str, object] = {}
 
 
-def _counts(links):
-    """(the agent's archival links, those sorting before a record's), each counted no further
-    than LINK_SAMPLE + 1; the agent's links as `agents._linking_rows` selects them."""
-    if links.name not in _COUNTS:
-        archival = (
-            links.c.target_type == bindparam("target_type"),
-            links.c.target_id == bindparam("target_id"),
-            links.c.field == LINK_FIELD,
-            *(links.c.source_type != name for name in NOT_ARCHIVAL),
-        )
+def _sample_edge(links):
+    """Whether the agent's archival links at places LINK_SAMPLE and LINK_SAMPLE + 1 in (source
+    type, source id) order, as `agents._linking_rows` orders its sample, sort before a record's:
+    read from `ix_record_link_target` alone."""
+    if links.name not in _SAMPLE_EDGE:
         source_type, source_id = bindparam("source_type"), bindparam("source_id")
         before = or_(links.c.source_type < source_type, and_(links.c.source_type == source_type, links.c.source_id < source_id))
-        _COUNTS[links.name] = select(
-            *(
-                select(func.count()).select_from(select(links.c.id).where(*where).limit(LINK_SAMPLE + 1).subquery()).scalar_subquery()
-                for where in (archival, (*archival, before))
+        _SAMPLE_EDGE[links.name] = (
+            select(case((before, 1), else_=0))
+            .where(
+                links.c.target_type == bindparam("target_type"),
+                links.c.target_id == bindparam("target_id"),
+                links.c.field == LINK_FIELD,
+                *(links.c.source_type != name for name in NOT_ARCHIVAL),
             )
+            .order_by(links.c.source_type, links.c.source_id)
+            .limit(2)
+            .offset(LINK_SAMPLE - 1)
         )
-    return _COUNTS[links.name]
+    return _SAMPLE_EDGE[links.name]
