@@ -250,7 +250,14 @@ def node_dependents(conn, registry, old: dict | None, new: dict | None, indexed=
     return found
 
 
-def _instance_containers(doc: dict | None) -> set[str]:
+def unchanged_since_created(record: dict) -> bool:
+    """Whether a record the index has not seen yet (no document before) may be taken as new to
+    the documents showing it: only if never changed, for a document rendered between its
+    creation and a change shows it as it was then."""
+    return record.get("lock_version") == 0
+
+
+def instance_containers(doc: dict | None) -> set[str]:
     found = set()
     for item in (doc or {}).get("instances") or []:
         ref = ((item.get("sub_container") or {}).get("top_container") or {}).get("ref") if isinstance(item, dict) else None
@@ -264,4 +271,4 @@ def instance_dependents(conn, registry, old: dict | None, new: dict | None, inde
     `series`, publication): when such a record changes, comes or goes, so do those documents."""
     if old == new:
         return []
-    return sorted(_instance_containers(old) | _instance_containers(new))
+    return sorted(instance_containers(old) | instance_containers(new))

@@ -13,7 +13,8 @@ LINK_SAMPLE + 1 entries of an index.
 
 Anything else re-renders the agent: a link removed or its role changed, the linking record's
 publication, suppression or repository changed, the record deleted, and any case the check can't
-decide (the agent not indexed yet). The argument that skipping is exact: between two renders of an
+decide (the agent not indexed yet, a linking record not indexed yet but changed since its
+creation: `search_spec.unchanged_since_created`). The argument that skipping is exact: between two renders of an
 agent its links are only ever added (anything else re-renders it); links outside the sample when
 checked stay outside (links only come before them), and those inside were checked while the
 agent had at most LINK_SAMPLE links, so whenever the sample is full again it is made of links
@@ -25,6 +26,7 @@ from collections import Counter
 
 from sqlalchemy import and_, bindparam, case, or_, select
 
+from fonds.records.search_spec import unchanged_since_created
 from fonds.records.types.agents import LINK_FIELD, LINK_SAMPLE, NOT_ARCHIVAL
 
 
@@ -36,7 +38,8 @@ def linked_agent_dependents(conn, registry, old: dict | None, new: dict | None, 
     for ref in sorted(before.keys() | after.keys()):
         if same_record and before.get(ref) == after.get(ref):
             continue
-        if ref not in before and _addition_shows_nothing_new(conn, registry, indexed(ref), new, after[ref]):
+        fresh = old is not None or unchanged_since_created(new)
+        if ref not in before and fresh and _addition_shows_nothing_new(conn, registry, indexed(ref), new, after[ref]):
             continue
         found.append(ref)
     return found

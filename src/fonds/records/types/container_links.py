@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import orjson
 from sqlalchemy import select
 
+from fonds.records.search_spec import instance_containers, instance_dependents, unchanged_since_created
 from fonds.records.trees import hierarchy
 from fonds.storage.chunks import select_in
 
@@ -258,8 +259,6 @@ def _containers_below(conn, registry, doc: dict, nodes_below) -> list[str]:
 
 
 def _dependents(conn, registry, old, new, nodes_below) -> list[str]:
-    from fonds.records.search_spec import instance_dependents
-
     found = set(instance_dependents(conn, registry, old, new))
     if old and new and any(old.get(key) != new.get(key) for key in SHOWN):
         found.update(_containers_below(conn, registry, new, nodes_below))
@@ -274,5 +273,61 @@ def resource_container_dependents(conn, registry, old: dict | None, new: dict | 
 
 def node_container_dependents(conn, registry, old: dict | None, new: dict | None, indexed=None) -> list[str]:
     """Containers whose documents show this archival object: through its own instances and, as a
-    series or an ancestor that must be published, those of the nodes below it."""
+    series or an ancestor that must be published, those of the nodes below it. A new node's
+    containers only when the node can change what their documents show (`_addition_shows_nothing_new`)."""
+    if old is None and new is not None and indexed is not None and unchanged_since_created(new):
+        containers = instance_containers(new)
+        return sorted(uri for uri in containers if not _addition_shows_nothing_new(conn, registry, indexed(uri), new, uri))
     return _dependents(conn, registry, old, new, lambda table, i: hierarchy.descendants_select(table, [i]))
+
+
+def _addition_shows_nothing_new(conn, registry, container: dict | None, node: dict, container_uri: str) -> bool:
+    """Whether a new archival object pointing at a container, indexed as `container`, leaves the
+    container's document as it is. A bulk load files folder after folder in the same box; each
+    would otherwise re-render the box, reading every record in it (quadratic in the box's size).
+
+    Exact: between two renders of a container the records pointing at it only gain new nodes
+    (any other change to them re-renders it, `_dependents`), and a node adds nothing when its
+    resource is in the `collection` already, its top node is a `series` entry already or cannot
+    be one (not of a series level), the container is shown linked to a published record already
+    or the node cannot make it so (unpublished, suppressed, or in an unpublished repository), and
+    its sub-containers pointing there carry no barcode (`subcontainer_barcodes`). The display
+    strings follow from the collection and the series."""
+    if container is None:
+        return False
+    pointing = [
+        item.get("sub_container") or {}
+        for item in node.get("instances") or []
+        if isinstance(item, dict) and ((item.get("sub_container") or {}).get("top_container") or {}).get("ref") == container_uri
+    ]
+    if any(sub.get("barcode_2") for sub in pointing):
+        return False
+    resource = (node.get("resource") or {}).get("ref")
+    if resource is None or resource not in {entry.get("ref") for entry in container.get("collection") or []}:
+        return False
+    top_uri, top_level = _top_node(node)
+    shown_series = {entry.get("ref") for entry in container.get("series") or []}
+    if top_uri not in shown_series and top_level in (*SERIES_LEVELS, "otherlevel"):
+        return False
+    return bool(container.get("is_linked_to_published_record")) or not _may_be_published(conn, registry, node)
+
+
+def _top_node(node: dict) -> tuple[str, str | None]:
+    """The URI and level of the top node of a node's tree branch, from its `ancestors` (parent
+    first; the resource last)."""
+    nodes = [a for a in node.get("ancestors") or [] if "/archival_objects/" in (a.get("ref") or "")]
+    top = nodes[-1] if nodes else node
+    return top.get("ref") or top.get("uri"), top.get("level")
+
+
+def _may_be_published(conn, registry, node: dict) -> bool:
+    """Whether the node might count as a published record (`Publication.node`): published, not
+    suppressed, in a published repository (its ancestors and resource are not looked at)."""
+    if not node.get("publish") or node.get("suppressed"):
+        return False
+    parsed = registry.parse_uri(node.get("uri") or "")
+    if parsed is None or parsed.repo_id is None:
+        return True
+    table = conn.info["fonds_tables"]["repository"]
+    body = conn.execute(select(table.c.json).where(table.c.id == parsed.repo_id)).scalar()
+    return body is None or bool(orjson.loads(body).get("publish"))
