@@ -15,6 +15,9 @@ SCALES = {"tiny": 300, "small": 10_000, "medium": 100_000, "large": 1_000_000}
 BIG_TREE_SHARE = 0.10  # the large archive's 100,000-component resource, proportionally smaller below it
 SHARES = {"subject": 0.02, "agent": 0.02, "top_container": 0.05, "accession": 0.15}
 COMPONENTS_PER_RESOURCE = 150
+# Components with instances are filed box after box, each resource in boxes of its own, as
+# archives file them (a box shared at random across the repository's collections would be rare).
+FOLDERS_PER_BOX = 20
 
 WORDS = (
     "letters diaries photographs minutes ledgers maps sermons deeds surveys sketches recordings pamphlets "
@@ -82,6 +85,7 @@ class Archive:
         self.subjects: list[str] = []
         self.agents: list[str] = []
         self.containers: list[str] = []
+        self.boxes_used = 0
 
     def words(self, n: int) -> str:
         return " ".join(self.rng.choice(WORDS) for _ in range(n))
@@ -169,10 +173,15 @@ class Archive:
             links["linked_agents"] = [{"ref": self.rng.choice(self.agents), "role": "creator"}]
         return links
 
-    def _instance(self) -> list[dict]:
+    def _next_box(self) -> str | None:
+        """The next unused top container (the pool's first again once all are used)."""
         if not self.containers:
-            return []
-        sub = {"jsonmodel_type": "sub_container", "top_container": {"ref": self.rng.choice(self.containers)}}
+            return None
+        self.boxes_used += 1
+        return self.containers[(self.boxes_used - 1) % len(self.containers)]
+
+    def _instance(self, box: str) -> list[dict]:
+        sub = {"jsonmodel_type": "sub_container", "top_container": {"ref": box}}
         sub.update(type_2="folder", indicator_2=str(self.rng.randint(1, 40)))
         return [{"jsonmodel_type": "instance", "instance_type": "mixed_materials", "sub_container": sub}]
 
@@ -197,6 +206,7 @@ class Archive:
             ],
             **self._links(),
         }
+        filed, box = 0, None
         for index, (parent, depth) in enumerate(tree_shape(self.rng, size)):
             record = {
                 "jsonmodel_type": "archival_object",
@@ -211,7 +221,11 @@ class Archive:
             if parent is not None:
                 record["parent"] = {"ref": f"{self.repo}/archival_objects/import_{number}_{parent}"}
             if self.rng.random() < 0.3:
-                record["instances"] = self._instance()
+                if filed % FOLDERS_PER_BOX == 0:
+                    box = self._next_box()
+                filed += 1
+                if box is not None:
+                    record["instances"] = self._instance(box)
             if self.rng.random() < 0.2:
                 record.update(self._links())
             yield record
