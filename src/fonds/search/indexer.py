@@ -28,7 +28,11 @@ from fonds.storage.db import Database
 
 log = logging.getLogger("fonds.search")
 BATCH = 1000
-WRITER_HEAP = 64_000_000
+# tantivy's indexing buffer: a rebuild writes millions of documents and fewer, larger segments
+# merge faster; the live indexer commits at most BATCH changes (and their dependents) at a time,
+# a few MB of postings, and its buffer is resident in the server's memory while it fills.
+REBUILD_WRITER_HEAP = 64_000_000
+LIVE_WRITER_HEAP = 16_000_000  # tantivy's least for one indexing thread is 15 MB
 Built = tuple[dict, tantivy.Document] | None
 
 
@@ -102,7 +106,7 @@ def rebuild(directory: IndexDirectory, db: Database, builder: DocumentBuilder, p
     committed while it runs are applied afterwards by the indexer (from the head read first)."""
     build, index = directory.start_build()
     try:
-        writer = index.writer(WRITER_HEAP, 1)
+        writer = index.writer(REBUILD_WRITER_HEAP, 1)
         with db.read() as conn:
             head = change_log.head(conn)
         for record_type in builder.registry:
@@ -173,7 +177,7 @@ class Indexer:
     def _switch_to(self, name: str, index: tantivy.Index, applied: int) -> None:
         self.close_writer()
         self.name, self.index, self.applied = name, index, applied
-        self.writer = index.writer(WRITER_HEAP, 1)
+        self.writer = index.writer(LIVE_WRITER_HEAP, 1)
         self.directory.remove_stale(keep=name)
 
     def follow_rebuild(self) -> bool:

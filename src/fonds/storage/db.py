@@ -15,6 +15,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Threads serving requests (the app sets anyio's thread limiter to this) and the pool kept open
 # for them: with fewer pooled connections than threads, the pool closes and reopens a connection
 # (PRAGMAs and all) for a share of requests under load. Overflow is for work outside requests.
+# The pool hands out the connection returned last (LIFO): the few in use stay warm, and the rest
+# keep their page caches (SQLite: up to 2 MB each, filled at scale) empty instead of all 16 filling.
 REQUEST_THREADS = 16
 # PostgreSQL sessions run without JIT: Fonds' statements are short lookups, and a plan whose row
 # estimates pass JIT's cost threshold (a prepared statement's generic plan) spent 170 ms compiling
@@ -93,7 +95,9 @@ class Database:
         self.metadata = metadata
         self.kind = backend_name(self.url)
         if self.kind == "sqlite":
-            self.engine = create_engine(self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, hide_parameters=True)
+            self.engine = create_engine(
+                self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, pool_use_lifo=True, hide_parameters=True
+            )
             _configure_sqlite(self.engine)
         else:
             self.engine = create_engine(
@@ -101,6 +105,7 @@ class Database:
                 pool_size=REQUEST_THREADS,
                 max_overflow=REQUEST_THREADS,
                 pool_pre_ping=True,
+                pool_use_lifo=True,
                 hide_parameters=True,
                 connect_args={"options": pg_options(self.url)},
             )
