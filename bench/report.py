@@ -14,14 +14,16 @@ ORDER = [
 
 
 def previous(results_dir: Path, db: str) -> dict | None:
-    """The newest earlier result for this database, if any."""
-    files = sorted(results_dir.glob(f"*-{db}.json"))
-    return json.loads(files[-1].read_text()) if files else None
+    """The newest earlier result for this database (by when it ran), if any."""
+    found = [json.loads(path.read_text()) for path in results_dir.glob(f"*-{db}.json")]
+    return max(found, key=lambda result: result["date"], default=None)
 
 
 def write(result: dict, results_dir: Path) -> Path:
+    """`<date>-<scale>-<db>.json`: a day's runs at two scales keep a file each."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"{result['date'][:10]}-{result['db']}.json"
+    scale = str(result["settings"]["scale"]).replace(" ", "_")
+    path = results_dir / f"{result['date'][:10]}-{scale}-{result['db']}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
 

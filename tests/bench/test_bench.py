@@ -119,3 +119,14 @@ def test_the_page_shows_the_newest_run_of_each_database(tmp_path):
     assert "Run 2026-11-25T00:00:00Z on **sqlite**" in page
     assert "Run 2026-11-22T00:00:00Z on **postgresql**" in page
     assert "2026-11-20" not in page
+
+
+def test_two_runs_of_a_day_at_two_scales_keep_a_file_each_and_the_later_is_previous(tmp_path):
+    from bench import report
+
+    stored = json.loads((ROOT / "bench" / "results" / "2026-11-24-sqlite.json").read_text())
+    later = {**stored, "date": "2026-11-26T21:00:00Z", "settings": {**stored["settings"], "scale": "medium"}}
+    earlier = {**stored, "date": "2026-11-26T09:00:00Z", "settings": {**stored["settings"], "scale": "large"}}
+    paths = [report.write(result, tmp_path) for result in (later, earlier)]
+    assert sorted(p.name for p in paths) == ["2026-11-26-large-sqlite.json", "2026-11-26-medium-sqlite.json"]
+    assert report.previous(tmp_path, "sqlite")["date"] == "2026-11-26T21:00:00Z"
