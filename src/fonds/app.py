@@ -136,7 +136,7 @@ def create_app(settings: Settings) -> FondsApp:
             releasing.cancel()
             await run_in_threadpool(services.search.stop)
             services.quick.close()
-            services.create_threads.shutdown(wait=True)
+            services.write_threads.shutdown(wait=True)
             services.db.dispose()
 
     app = FondsApp(title="Fonds", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)

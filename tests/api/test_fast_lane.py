@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from fonds.api import fastlane
 from fonds.api.fastlane import FastLane
 from fonds.model import REGISTRY
 from tests.factories import Api, make_user, new_client, running_app
@@ -270,3 +271,125 @@ def test_creates_check_the_session_and_permission_first(app, api, repo):
     assert api.post("/logout").status_code == 200
     logged_out = api.post(path, json={**body, "id_0": "V2"})
     assert (logged_out.status_code, logged_out.json()["code"]) == (412, "SESSION_GONE")
+
+
+# -- updates and deletes ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lane_writes(monkeypatch) -> list[tuple[str, str]]:
+    """(action, type) of the writes the lane answered itself."""
+    written, write = [], fastlane.write_as_cached_user
+
+    def noting(services, record_type, action, *args):
+        answer = write(services, record_type, action, *args)
+        if answer is not None:
+            written.append((action, record_type.name))
+        return answer
+
+    monkeypatch.setattr(fastlane, "write_as_cached_user", noting)
+    return written
+
+
+def accession_pair(api: Api, ordinary: Api, repo: int) -> tuple[str, str]:
+    path = f"/repositories/{repo}/accessions"
+    return (
+        api.create(path, {"jsonmodel_type": "accession", "title": "Fast", "id_0": "UF"})["uri"],
+        ordinary.create(path, {"jsonmodel_type": "accession", "title": "Slow", "id_0": "US"})["uri"],
+    )
+
+
+def comparable(answer) -> tuple:
+    """An answer's status and JSON, less what names the record (its id and URI)."""
+    body = answer.json()
+    return answer.status_code, body | {"id": 0, "uri": ""} if isinstance(body, dict) and "id" in body else body
+
+
+def test_an_update_is_answered_as_the_ordinary_path_answers(api, ordinary, repo, lane_writes):
+    fast_uri, slow_uri = accession_pair(api, ordinary, repo)
+    fast_record, slow_record = api.get(fast_uri).json(), ordinary.get(slow_uri).json()
+    fast = api.post(fast_uri, json={**fast_record, "title": "Changed", "unknown_field": 1})
+    slow = ordinary.post(slow_uri, json={**slow_record, "title": "Changed", "unknown_field": 1})
+    assert comparable(fast) == comparable(slow)
+    assert fast.json()["status"] == "Updated" and fast.json()["lock_version"] == 1
+    assert [fast.headers.get(h) for h in HEADERS[:1] + HEADERS[2:]] == [slow.headers.get(h) for h in HEADERS[:1] + HEADERS[2:]]
+    assert lane_writes == [("update", "accession")]
+    stored = api.get(fast_uri).json()
+    assert (stored["title"], stored["lock_version"], stored["last_modified_by"]) == ("Changed", 1, "admin")
+
+
+def test_a_delete_is_answered_as_the_ordinary_path_answers(api, ordinary, repo, lane_writes):
+    fast_uri, slow_uri = accession_pair(api, ordinary, repo)
+    fast, slow = api.delete(fast_uri), ordinary.delete(slow_uri)
+    assert comparable(fast) == comparable(slow)
+    assert fast.json() == {"status": "Deleted", "id": int(fast_uri.rsplit("/", 1)[1])}
+    assert lane_writes == [("delete", "accession")]
+    assert api.get(fast_uri).status_code == 404
+    assert fast_uri not in api.get(f"/repositories/{repo}/search", params={"q": "Fast", "page": 1}).text
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"lock_version": 5},
+        {"title": None, "id_0": None},
+        {"jsonmodel_type": "resource"},
+        {"dates": "not a list"},
+        {"id_0": "taken"},
+        {"subjects": [{"ref": "/subjects/99999"}]},
+    ],
+    ids=["stale", "invalid", "wrong-type", "bad-dates", "taken-identifier", "missing-ref"],
+)
+def test_a_refused_update_is_the_ordinary_paths_refusal(api, ordinary, repo, change):
+    fast_uri, slow_uri = accession_pair(api, ordinary, repo)
+    api.create(f"/repositories/{repo}/accessions", {"jsonmodel_type": "accession", "title": "Taken", "id_0": "taken"})
+    fast_record, slow_record = api.get(fast_uri).json(), ordinary.get(slow_uri).json()
+    fast, slow = api.post(fast_uri, json={**fast_record, **change}), ordinary.post(slow_uri, json={**slow_record, **change})
+    assert fast.status_code >= 400
+    assert comparable(fast) == comparable(slow)
+    assert api.get(fast_uri).json() == fast_record
+
+
+@pytest.mark.parametrize("method", ["post", "delete"])
+def test_writes_to_missing_records_are_the_ordinary_paths_refusal(api, ordinary, repo, method):
+    for path in (f"/repositories/{repo}/accessions/99999", "/repositories/99999/accessions/1", "/subjects/99999"):
+        kwargs = {"json": {"jsonmodel_type": path.split("/")[-2][:-1], "title": "X", "lock_version": 0}} if method == "post" else {}
+        fast, slow = getattr(api, method)(path, **kwargs), getattr(ordinary, method)(path, **kwargs)
+        assert fast.status_code in (400, 404)
+        assert (fast.status_code, fast.json()) == (slow.status_code, slow.json())
+
+
+def test_updates_and_deletes_check_the_session_and_permission_first(app, api, repo, accessions, lane_writes):
+    record = api.get(accessions[0]).json()
+    client = new_client(app)
+    assert client.post(accessions[0], json=record).status_code == 403
+    assert client.delete(accessions[0]).status_code == 403
+    for write in (lambda h: client.post(accessions[0], json=record, headers=h), lambda h: client.delete(accessions[0], headers=h)):
+        gone = write({"X-ArchivesSpace-Session": "no-such-token"})
+        assert (gone.status_code, gone.json()["code"]) == (412, "SESSION_GONE")
+    viewer = make_user(api, "viewer", groups=[(repo, "repository-viewers")])
+    viewer.get(accessions[0])  # cached now
+    assert viewer.post(accessions[0], json=record).status_code == 403
+    assert viewer.delete(accessions[0]).status_code == 403
+    assert lane_writes == []
+    assert api.get(accessions[0]).json() == record
+    assert api.post("/logout").status_code == 200
+    assert api.post(accessions[0], json=record).json()["code"] == "SESSION_GONE"
+    assert api.delete(accessions[0]).json()["code"] == "SESSION_GONE"
+
+
+@pytest.mark.parametrize("method", ["post", "delete"])
+def test_a_cached_session_writes_nothing_once_its_rights_are_gone(api, repo, accessions, lane_writes, method):
+    archivist = make_user(api, "archivist", groups=[(repo, "repository-managers")])
+    before = archivist.get(accessions[1]).json()
+    allowed = archivist.post(accessions[1], json=before) if method == "post" else archivist.delete(accessions[1])
+    assert allowed.status_code == 200  # by the lane: the session is cached with the manager's rights
+    assert lane_writes == [("update" if method == "post" else "delete", "accession")]
+    lane_writes.clear()
+    record = archivist.get(accessions[0]).json()
+    response = api.post(f"/users/{archivist.user_id}/groups", params={"groups[]": [], "remove_groups": "true", "repo_id": repo})
+    assert response.status_code == 200, response.text
+    answer = archivist.post(accessions[0], json=record) if method == "post" else archivist.delete(accessions[0])
+    assert answer.status_code == 403
+    assert lane_writes == []
+    assert api.get(accessions[0]).json() == record

@@ -29,9 +29,9 @@ SESSION_HEADERS = ("x-service-session", "x-archivesspace-session")
 PUBLIC = "public"
 # Routes any logged-in user may call (their own account); checks on the target are inside.
 LOGGED_IN = "logged_in"
-# Threads writing the fast lane's creates: only one at a time writes a group (the others wait to
-# be written with it), so a few suffice, and fewer threads contend less for two cores.
-CREATE_THREADS = 8
+# Threads doing the fast lane's writes: only one at a time writes (SQLite's one write lock; a
+# group of creates is written by one), so a few suffice, and fewer threads contend less for two cores.
+WRITE_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,9 @@ class AppServices:
     enumerations: Enumerations
     search: SearchEngine
     quick: QuickReads
-    # The fast lane's creates run here: a plain executor's hop costs the event loop a fraction of
+    # The fast lane's writes run here: a plain executor's hop costs the event loop a fraction of
     # anyio's (its limiter, cancel scope and checkpoints measured ~10% of a create's CPU).
-    create_threads: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="fonds-create")
-    )
+    write_threads: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="fonds-write"))
 
 
 async def services(request: Request) -> AppServices:

@@ -30,7 +30,7 @@ from starlette.datastructures import QueryParams
 from starlette.routing import BaseRoute, Match
 from starlette.types import Message, Receive, Scope, Send
 
-from fonds.api.crud import create_as_cached_user
+from fonds.api.crud import write_as_cached_user
 from fonds.api.middleware import CACHE_CONTROL, log_unexpected
 from fonds.api.params import listing_from_query
 from fonds.auth import generation
@@ -242,26 +242,29 @@ class ListPage:
 
 
 @dataclass(frozen=True)
-class RecordCreate:
-    """POST a new record (no query parameters): the body read here, then, in one thread-pool
-    hop, the create written for the cached session (`crud.create_as_cached_user`). When that
-    writes nothing (no cached session, a refusal of any kind) the ordinary path answers, the
-    body replayed to it, and gives the answers it always gives (412, 403, 400, 413). The hop is
-    to the services' own executor (`create_threads`), cheaper than anyio's."""
+class RecordWrite:
+    """POST a new record, POST an update of one, DELETE one (no query parameters): the body read
+    here, then, in one thread-pool hop, the write done for the cached session
+    (`crud.write_as_cached_user`). When that writes nothing (no cached session, a refusal of any
+    kind before the write) the ordinary path answers, the body replayed to it, and gives the
+    answers it always gives (412, 403, 400, 413). The hop is to the services' own executor
+    (`write_threads`), cheaper than anyio's."""
 
     record_type: RecordType
+    action: str
 
     async def __call__(self, services, scope: Scope, receive: Receive, send: Send, ints: list[int]) -> Receive | None:
         """None when answered; else the `receive` the ordinary path must read the request from."""
         if scope["query_string"]:
             return receive
-        body, receive = await _read_body(scope, receive, services.settings.max_body_bytes)
-        if body is None:
-            return receive
+        body = b""
+        if self.action != "delete":
+            body, receive = await _read_body(scope, receive, services.settings.max_body_bytes)
+            if body is None:
+                return receive
         token = session_token(scope)
-        repo_id = ints[0] if self.record_type.repo_scoped else None
         written = await asyncio.get_running_loop().run_in_executor(
-            services.create_threads, create_as_cached_user, services, self.record_type, token, body, repo_id
+            services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, ints
         )
         if written is None:
             return receive
@@ -301,9 +304,14 @@ def _replay(chunks: list[bytes], more: bool, receive: Receive, last: Message | N
     return replayed
 
 
+# The writes the lane takes: (action, method).
+WRITES = (("create", "POST"), ("update", "POST"), ("delete", "DELETE"))
+
+
 class FastLane:
-    def __init__(self, app, handlers: dict[tuple, Handler], creates: dict[tuple, RecordCreate] | None = None):
-        self.app, self.handlers, self.creates = app, handlers, creates or {}
+    def __init__(self, app, handlers: dict[tuple, Handler], writes: dict[str, dict[tuple, RecordWrite]] | None = None):
+        """`writes`: by method, the write handlers by path shape."""
+        self.app, self.handlers, self.writes = app, handlers, writes or {}
 
     @staticmethod
     def build(app, routes: Iterable[BaseRoute], registry: Registry, dialect: str) -> FastLane:
@@ -325,12 +333,13 @@ class FastLane:
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
             handlers[_shape(route.path)] = ListPage(record_type.permissions.read, page_sql, resolver)
-        creates: dict[tuple, RecordCreate] = {}
+        writes: dict[str, dict[tuple, RecordWrite]] = {}
         for record_type in registry:
-            route = by_name.get(f"create_{record_type.name}")
-            if route is not None and _first_match(routes, route, "POST"):
-                creates[_shape(route.path)] = RecordCreate(record_type)
-        return FastLane(app, handlers, creates)
+            for action, method in WRITES:
+                route = by_name.get(f"{action}_{record_type.name}")
+                if route is not None and _first_match(routes, route, method):
+                    writes.setdefault(method, {})[_shape(route.path)] = RecordWrite(record_type, action)
+        return FastLane(app, handlers, writes)
 
     def match(self, path: str, handlers: dict | None = None) -> tuple[Handler, list[int]] | None:
         key, ints = [], []
@@ -346,15 +355,15 @@ class FastLane:
     async def answer(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """None when the lane answered; else nothing was sent and the ordinary path answers,
         reading the request from the `receive` returned (the body the lane read, then the rest)."""
-        if scope["type"] == "http" and scope["method"] == "POST":
-            hit = self.match(scope["path"], self.creates)
+        if scope["type"] == "http" and scope["method"] in self.writes:
+            hit = self.match(scope["path"], self.writes[scope["method"]])
             services = getattr(self.app.state, "fonds", None)
             if hit is None or services is None:
                 return receive
             handler, ints = hit
             try:
                 return await handler(services, scope, receive, send, ints)
-            except Exception as exc:  # as for reads; nothing was written (a create is answered once committed)
+            except Exception as exc:  # as for reads; nothing was written (a write is answered once committed)
                 log_unexpected(exc, scope["method"], scope["path"])
                 return receive
         return None if await self.answered(scope, receive, send) else receive

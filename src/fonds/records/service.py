@@ -5,6 +5,7 @@ also appends to the change log; reads serve the stored JSON bytes as they are.""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import orjson
@@ -12,11 +13,11 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from fonds.config import Settings
-from fonds.errors import BadRequest, Conflict, Invalid, NotFound
+from fonds.errors import BadRequest, Conflict, FondsError, Invalid, NotFound
 from fonds.records import deletion, pages, refs, uniqueness
 from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
-from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition
+from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition, PreconditionChanged, RefusedInWrite
 from fonds.records.hooks import WriteContext
 from fonds.records.plain import splice
 from fonds.records.registry import RecordType, Registry
@@ -110,8 +111,7 @@ class RecordService:
     def check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool = False) -> None:
         if not record_type.repo_scoped:
             return
-        table = conn.info["fonds_tables"]["repository"]
-        if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
+        if not store.taken(conn, conn.info["fonds_tables"]["repository"], ("id",), [(repo_id,)]):
             raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
         if writing and repo_id == GLOBAL_REPO_ID and not record_type.allowed_in_global_repository:
             raise BadRequest("The global repository cannot contain archival records")
@@ -202,11 +202,46 @@ class RecordService:
         return Batch(self, conn, actor).create([item], repository_checked=repository_checked)[0]
 
     def update(
-        self, record_type: RecordType, record_id: int, body: bytes, *, repo_id: int | None, actor: Actor, options: dict | None = None
+        self,
+        record_type: RecordType,
+        record_id: int,
+        body: bytes,
+        *,
+        repo_id: int | None,
+        actor: Actor,
+        options: dict | None = None,
+        precondition: Precondition | None = None,
     ) -> dict:
-        doc, warnings, given_lock = self.prepare(record_type, body, creating=False)
-        with self.db.write() as conn:
+        """Validated before the write lock is taken, against the value lists kept in the process;
+        the write transaction confirms they are current (validating again if not), as a create's.
+        `precondition`: checked first in the writing transaction (`_writing`)."""
+        try:
+            prepared = self.prepare_doc(record_type, parse_body(body), creating=False, refresh=False)
+        except Invalid:
+            # Refused with the kept lists: refuse only with the database's.
+            prepared = self.prepare(record_type, body, creating=False)
+        with self._writing(precondition) as conn:
+            if not self.value_lists.current(conn):
+                self.value_lists.refresh(conn)
+                prepared = self.prepare_doc(record_type, parse_body(body), creating=False, refresh=False)
+            doc, warnings, given_lock = prepared
             return self.update_in(conn, record_type, record_id, doc, warnings, given_lock, repo_id=repo_id, actor=actor, options=options)
+
+    @contextmanager
+    def _writing(self, precondition: Precondition | None):
+        """A write transaction whose `precondition` (the auth generation a cached session was
+        read at) holds first: else PreconditionChanged, nothing written. A refusal made after it
+        held comes as RefusedInWrite: it is the answer, which trying again would not change."""
+        with self.db.write() as conn:
+            if precondition is None:
+                yield conn
+                return
+            if precondition.read(conn) != precondition.expected:
+                raise PreconditionChanged()
+            try:
+                yield conn
+            except FondsError as refusal:
+                raise RefusedInWrite(refusal) from refusal
 
     def update_in(
         self,
@@ -273,8 +308,10 @@ class RecordService:
             "warnings": warnings or [],
         }
 
-    def delete(self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
-        with self.db.write() as conn:
+    def delete(
+        self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor, precondition: Precondition | None = None
+    ) -> dict:
+        with self._writing(precondition) as conn:
             return self.delete_in(conn, record_type, record_id, repo_id=repo_id, actor=actor)
 
     def delete_in(self, conn, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:

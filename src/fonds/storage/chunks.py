@@ -10,6 +10,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 from sqlalchemy import Connection, Executable, Row
 
+# What a chunk's statement is: a statement, or a statement built once (an expanding `bindparam`
+# for the list) with the parameters of this chunk.
+Chunked = Executable | tuple[Executable, dict]
+
 # Small enough for any backend's parameter limit even with a few other parameters beside.
 CHUNK = 500
 
@@ -27,14 +31,18 @@ def chunked(items: Iterable, size: int | None = None) -> Iterator[list]:
         yield batch
 
 
-def select_in(conn: Connection, statement_for: Callable[[list], Executable], items: Iterable) -> list[Row]:
+def select_in(conn: Connection, statement_for: Callable[[list], Chunked], items: Iterable) -> list[Row]:
     """Every row of `statement_for(chunk)` over the chunks of `items` (rows of one chunk after another)."""
     rows: list[Row] = []
     for chunk in chunked(items):
-        rows += conn.execute(statement_for(chunk)).all()
+        rows += conn.execute(*_with_parameters(statement_for(chunk))).all()
     return rows
 
 
-def execute_in(conn: Connection, statement_for: Callable[[list], Executable], items: Iterable) -> int:
+def execute_in(conn: Connection, statement_for: Callable[[list], Chunked], items: Iterable) -> int:
     """Run `statement_for(chunk)` (an UPDATE or DELETE) for each chunk of `items`; returns the rows affected."""
-    return sum(conn.execute(statement_for(chunk)).rowcount for chunk in chunked(items))
+    return sum(conn.execute(*_with_parameters(statement_for(chunk))).rowcount for chunk in chunked(items))
+
+
+def _with_parameters(found: Chunked) -> tuple[Executable, dict | None]:
+    return found if isinstance(found, tuple) else (found, None)

@@ -4,9 +4,10 @@ table and the change log. Callers pass the open connection of their transaction.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, Row, Table, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, Row, Table, bindparam, delete, insert, select, tuple_, update
 
 from fonds.storage import driver
 from fonds.storage.chunks import chunked, execute_in, select_in
@@ -137,19 +138,30 @@ def _advance_sequence(conn: Connection, table: Table) -> None:
 
 def store(conn: Connection, table: Table, record_id: int, *, json: bytes, values: dict, expect_lock_version: int | None = None) -> bool:
     """Write a record's JSON and columns; with `expect_lock_version` only if still unchanged."""
-    statement = update(table).where(table.c.id == record_id)
-    if expect_lock_version is not None:
-        statement = statement.where(table.c.lock_version == expect_lock_version)
-    return conn.execute(statement.values(json=json, **values)).rowcount == 1
+    statement = _store_statement(table, expect_lock_version is not None)
+    return conn.execute(statement, {"b_id": record_id, "b_expect": expect_lock_version, "json": json, **values}).rowcount == 1
 
 
 def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None = None, for_update: bool = False) -> Row | None:
-    statement = select(table).where(table.c.id == record_id)
-    if repo_id is not None:
-        statement = statement.where(table.c.repo_id == repo_id)
-    if for_update:
-        statement = statement.with_for_update()
-    return conn.execute(statement).one_or_none()
+    statement = _fetch_statement(table, repo_id is not None, for_update)
+    return conn.execute(statement, {"b_id": record_id, "b_repo_id": repo_id}).one_or_none()
+
+
+# The statements of a single record's update, built once per table and shape with bound
+# parameters: building one per call (and its cache key) cost more than SQLite spends running it.
+# An update's SET columns are the keys of the parameters it is executed with.
+@functools.lru_cache(maxsize=512)
+def _store_statement(table: Table, expecting: bool):
+    statement = update(table).where(table.c.id == bindparam("b_id"))
+    return statement.where(table.c.lock_version == bindparam("b_expect")) if expecting else statement
+
+
+@functools.lru_cache(maxsize=512)
+def _fetch_statement(table: Table, in_repository: bool, for_update: bool):
+    statement = select(table).where(table.c.id == bindparam("b_id"))
+    if in_repository:
+        statement = statement.where(table.c.repo_id == bindparam("b_repo_id"))
+    return statement.with_for_update() if for_update else statement
 
 
 # Ids per IN list: far below PostgreSQL's 65,535 parameters per statement, big enough that a
@@ -165,18 +177,31 @@ def chunks(items: list, size: int = CHUNK) -> Iterable[list]:
 def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None) -> list[Row]:
     """The rows with these ids (all columns, or only `columns`), by id, in bounded statements."""
     found: list[Row] = []
-    selected = [table.c[name] for name in columns] if columns else [table]
+    statement = _fetch_many_statement(table, tuple(columns) if columns else None)
     for chunk in chunks(sorted(set(ids))):
-        found += conn.execute(select(*selected).where(table.c.id.in_(chunk)).order_by(table.c.id)).all()
+        found += conn.execute(statement, {"b_ids": chunk}).all()
     return found
+
+
+@functools.lru_cache(maxsize=512)
+def _fetch_many_statement(table: Table, columns: tuple[str, ...] | None):
+    selected = [table.c[name] for name in columns] if columns else [table]
+    return select(*selected).where(table.c.id.in_(bindparam("b_ids", expanding=True))).order_by(table.c.id)
 
 
 def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: int) -> int | None:
     """The id of another row holding the same values, if any (NULLs never collide, as in SQL)."""
     if any(value is None for value in values.values()):
         return None
-    where = [table.c[name] == value for name, value in values.items()]
-    return conn.execute(select(table.c.id).where(*where, table.c.id != exclude_id).limit(1)).scalar_one_or_none()
+    statement = _duplicate_statement(table, tuple(values))
+    parameters = {f"b_{name}": value for name, value in values.items()}
+    return conn.execute(statement, {**parameters, "b_exclude": exclude_id}).scalar_one_or_none()
+
+
+@functools.lru_cache(maxsize=512)
+def _duplicate_statement(table: Table, names: tuple[str, ...]):
+    where = [table.c[name] == bindparam(f"b_{name}") for name in names]
+    return select(table.c.id).where(*where, table.c.id != bindparam("b_exclude")).limit(1)
 
 
 def replace_links(
@@ -186,8 +211,13 @@ def replace_links(
     `fresh`: the record was just created, so it holds no links yet."""
     table = tables["record_link"]
     if not fresh:
-        conn.execute(delete(table).where(table.c.source_type == source_type, table.c.source_id == source_id))
+        conn.execute(_unlink_statement(table), {"b_type": source_type, "b_id": source_id})
     insert_links(conn, tables, [(source_type, source_id, link) for link in links])
+
+
+@functools.lru_cache(maxsize=512)
+def _unlink_statement(table: Table):
+    return delete(table).where(table.c.source_type == bindparam("b_type"), table.c.source_id == bindparam("b_id"))
 
 
 def insert_links(conn: Connection, tables, links: list[tuple[str, int, tuple[str, str, str, int]]]) -> None:
@@ -229,11 +259,28 @@ def retarget_links(
 def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:
     """Every link pointing at one of `targets` ((type, id) pairs)."""
     table = tables["record_link"]
-    return select_in(conn, lambda chunk: select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(chunk)), targets)
+    statement = _links_to_statement(table)
+    return select_in(conn, lambda chunk: (statement, {"b_targets": chunk}), targets)
+
+
+@functools.lru_cache(maxsize=512)
+def _links_to_statement(table: Table):
+    return select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(bindparam("b_targets", expanding=True)))
 
 
 def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
     table, links = tables[record_type], tables["record_link"]
-    execute_in(conn, lambda chunk: delete(table).where(table.c.id.in_(chunk)), ids)
-    execute_in(conn, lambda chunk: delete(links).where(links.c.source_type == record_type, links.c.source_id.in_(chunk)), ids)
-    execute_in(conn, lambda chunk: delete(links).where(links.c.target_type == record_type, links.c.target_id.in_(chunk)), ids)
+    rows, sources, targets = _delete_statements(table, links)
+    execute_in(conn, lambda chunk: (rows, {"b_ids": chunk}), ids)
+    execute_in(conn, lambda chunk: (sources, {"b_type": record_type, "b_ids": chunk}), ids)
+    execute_in(conn, lambda chunk: (targets, {"b_type": record_type, "b_ids": chunk}), ids)
+
+
+@functools.lru_cache(maxsize=512)
+def _delete_statements(table: Table, links: Table) -> tuple:
+    ids = bindparam("b_ids", expanding=True)
+    return (
+        delete(table).where(table.c.id.in_(ids)),
+        delete(links).where(links.c.source_type == bindparam("b_type"), links.c.source_id.in_(ids)),
+        delete(links).where(links.c.target_type == bindparam("b_type"), links.c.target_id.in_(ids)),
+    )
