@@ -1,11 +1,13 @@
 """The application's life: what it runs beside the requests while it serves."""
 
+import gc
 import time
 
 import pytest
 
+from fonds import collector
 from fonds.model import REGISTRY
-from tests.factories import collection_path
+from tests.factories import collection_path, running_app
 
 
 @pytest.fixture
@@ -22,3 +24,24 @@ def test_requests_are_answered_while_the_server_hands_free_memory_back(api, repo
         time.sleep(0.005)  # lets a release run between requests
     titles = [api.get(uri).json()["title"] for uri in created]
     assert titles == [f"Kept {n}" for n in range(20)]
+
+
+def test_the_server_runs_the_cyclic_collector_rarely(settings):
+    # At Python's default (700 allocations) it ran every few records of an import or a reindex.
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        with running_app(settings):
+            assert gc.get_threshold() == collector.THRESHOLDS
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_a_collector_switched_off_stays_off():
+    before = gc.get_threshold()
+    gc.set_threshold(0)
+    try:
+        collector.configure()
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from fonds import __version__, allocator
+from fonds import __version__, allocator, collector
 from fonds.api import batch, enumerations, groups, locations, lookups, openapi, search, sessions, system, trees, users
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
@@ -56,6 +56,7 @@ class CacheControl:
 def open_services(settings: Settings) -> AppServices:
     """The database migrated and bootstrapped, the record service and the (not yet started) search engine."""
     allocator.configure(settings.malloc_arenas)
+    collector.configure()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)

@@ -157,6 +157,7 @@ def test_integers_beyond_the_database_range(api, accessions, accession):
     attempts = [
         api.get(f"{accessions}/{BIG}"),
         api.delete(f"{accessions}/{BIG}"),
+        api.post(f"{accessions}/{BIG}", json={"jsonmodel_type": "accession", "title": "T", "id_0": "B", "lock_version": 0}),
         api.get(f"/repositories/{BIG}/accessions", params={"page": 1}),
         api.get(accessions, params={"id_set": BIG}),
         api.get(accessions, params={"page": BIG}),

@@ -393,3 +393,18 @@ def test_a_cached_session_writes_nothing_once_its_rights_are_gone(api, repo, acc
     assert answer.status_code == 403
     assert lane_writes == []
     assert api.get(accessions[0]).json() == record
+
+
+def test_a_write_the_lane_fails_is_answered_by_the_ordinary_path(api, repo, accessions, monkeypatch, caplog):
+    def failing(*args):
+        raise RuntimeError("a bug in the lane")
+
+    monkeypatch.setattr(fastlane, "write_as_cached_user", failing)
+    record = api.get(accessions[0]).json()
+    updated = api.post(accessions[0], json={**record, "title": "Still written"})
+    assert (updated.status_code, updated.json()["lock_version"]) == (200, 1)
+    created = api.post(f"/repositories/{repo}/accessions", json={"jsonmodel_type": "accession", "title": "New", "id_0": "N1"})
+    assert created.status_code == 200
+    assert api.delete(accessions[1]).status_code == 200
+    assert api.get(accessions[0]).json()["title"] == "Still written"
+    assert "a bug in the lane" in caplog.text

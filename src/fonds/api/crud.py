@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request
+from sqlalchemy.exc import DataError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
@@ -52,7 +53,9 @@ def as_cached_user(
         return write(actor_of(user), Precondition(generation.current, seen))
     except RefusedInWrite as refused:
         return refused.refusal
-    except (FondsError, PreconditionChanged):
+    except (FondsError, PreconditionChanged, DataError, OverflowError):
+        # A value the database cannot hold (an id past PostgreSQL's integer range): the
+        # ordinary path answers its 400, after the session's own checks.
         return None
 
 

@@ -263,10 +263,15 @@ class RecordWrite:
             if body is None:
                 return receive
         token = session_token(scope)
-        written = await asyncio.get_running_loop().run_in_executor(
-            services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, ints
-        )
+        try:
+            written = await asyncio.get_running_loop().run_in_executor(
+                services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, ints
+            )
+        except Exception as exc:  # nothing was written (a write is answered once committed)
+            log_unexpected(exc, scope["method"], scope["path"])
+            written = None
         if written is None:
+            # The body was read here: the ordinary path reads it from this `receive`.
             return receive
         if isinstance(written, FondsError):
             await send_json(send, orjson.dumps(written.body()), written.status, written.headers())

@@ -111,7 +111,7 @@ class RecordService:
     def check_repository(self, conn, record_type: RecordType, repo_id: int | None, *, writing: bool = False) -> None:
         if not record_type.repo_scoped:
             return
-        if not store.taken(conn, conn.info["fonds_tables"]["repository"], ("id",), [(repo_id,)]):
+        if not store.exists(conn, conn.info["fonds_tables"]["repository"], repo_id):
             raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
         if writing and repo_id == GLOBAL_REPO_ID and not record_type.allowed_in_global_repository:
             raise BadRequest("The global repository cannot contain archival records")

@@ -147,6 +147,10 @@ def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None
     return conn.execute(statement, {"b_id": record_id, "b_repo_id": repo_id}).one_or_none()
 
 
+def exists(conn: Connection, table: Table, record_id: int) -> bool:
+    return conn.execute(_exists_statement(table), {"b_id": record_id}).first() is not None
+
+
 # The statements of a single record's update, built once per table and shape with bound
 # parameters: building one per call (and its cache key) cost more than SQLite spends running it.
 # An update's SET columns are the keys of the parameters it is executed with.
@@ -154,6 +158,11 @@ def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None
 def _store_statement(table: Table, expecting: bool):
     statement = update(table).where(table.c.id == bindparam("b_id"))
     return statement.where(table.c.lock_version == bindparam("b_expect")) if expecting else statement
+
+
+@functools.lru_cache(maxsize=512)
+def _exists_statement(table: Table):
+    return select(table.c.id).where(table.c.id == bindparam("b_id"))
 
 
 @functools.lru_cache(maxsize=512)
