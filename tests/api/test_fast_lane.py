@@ -408,3 +408,12 @@ def test_a_write_the_lane_fails_is_answered_by_the_ordinary_path(api, repo, acce
     assert api.delete(accessions[1]).status_code == 200
     assert api.get(accessions[0]).json()["title"] == "Still written"
     assert "a bug in the lane" in caplog.text
+
+
+def test_the_lane_takes_only_the_generic_routes_of_each_type(app):
+    lane = app.fast_lane
+    taken = {(h.record_type.name, h.action) for handlers in lane.writes.values() for h in handlers.values()}
+    # Users' routes (passwords, self-service) and a group's update (members) are their own.
+    assert not {("user", "create"), ("user", "update"), ("user", "delete"), ("group", "update")} & taken
+    assert {("group", "create"), ("group", "delete"), ("accession", "update"), ("subject", "delete")} <= taken
+    assert ("users", None) not in lane.handlers and ("", "users", None) not in lane.handlers

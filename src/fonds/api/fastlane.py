@@ -327,21 +327,21 @@ class FastLane:
         resolver = Resolver(registry, answers)
         for name, answer in answers.items():
             record_type = registry[name]
-            route = by_name.get(f"read_{name}")
+            route = generic_route(by_name, record_type, "read")
             if route is None or not _first_match(routes, route):
                 continue
             sql = by_id_sql(record_type, answer, f"({generation.SUBQUERY})")
             handlers[_shape(route.path)] = RecordRead(record_type.permissions.read, record_type.repo_scoped, sql, answer, resolver)
         for record_type in registry:
             page_sql = quick_page(record_type, dialect, registry, generation.SUBQUERY)
-            route = by_name.get(f"list_{record_type.name}")
+            route = generic_route(by_name, record_type, "list")
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
             handlers[_shape(route.path)] = ListPage(record_type.permissions.read, page_sql, resolver)
         writes: dict[str, dict[tuple, RecordWrite]] = {}
         for record_type in registry:
             for action, method in WRITES:
-                route = by_name.get(f"{action}_{record_type.name}")
+                route = generic_route(by_name, record_type, action)
                 if route is not None and _first_match(routes, route, method):
                     writes.setdefault(method, {})[_shape(route.path)] = RecordWrite(record_type, action)
         return FastLane(app, handlers, writes)
@@ -387,6 +387,13 @@ class FastLane:
         except Exception as exc:  # a bug here must not cost the request: the ordinary path answers
             log_unexpected(exc, scope["method"], scope["path"])
             return False
+
+
+def generic_route(by_name: dict, record_type: RecordType, action: str) -> BaseRoute | None:
+    """The route `crud.register_record_routes` made for the type's `action`, if it made one: a
+    type may leave an action to routes of its own (users, a group's update), whose names can be
+    the same (FastAPI names a route after its function: `update_user`) but whose rules are not."""
+    return by_name.get(f"{action}_{record_type.name}") if action in record_type.actions else None
 
 
 def _shape(template: str) -> tuple:

@@ -116,6 +116,17 @@ class RecordService:
         if writing and repo_id == GLOBAL_REPO_ID and not record_type.allowed_in_global_repository:
             raise BadRequest("The global repository cannot contain archival records")
 
+    def _stored_row(self, conn, record_type: RecordType, record_id: int, repo_id: int | None):
+        """The row to change (locked for the write), or the 400 for a missing repository, else 404.
+        The repository is looked up only when the row is not found in it: a row found there
+        proves it exists."""
+        table = conn.info["fonds_tables"][record_type.name]
+        row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
+        if row is None:
+            self.check_repository(conn, record_type, repo_id, writing=False)
+            raise NotFound(record_type.not_found())
+        return row
+
     def check_repository_exists(self, repo_id: int) -> None:
         with self.db.read() as conn:
             table = conn.info["fonds_tables"]["repository"]
@@ -131,7 +142,7 @@ class RecordService:
         # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
         for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
             del warnings[field]
-        uniqueness.check(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id)
+        uniqueness.check(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id, ctx.existing)
         doc.update(uri=ctx.uri, lock_version=lock_version, **audit)
         if record_type.repo_scoped:
             doc["repository"] = {"ref": f"/repositories/{ctx.repo_id}"}
@@ -256,11 +267,7 @@ class RecordService:
         actor: Actor,
         options: dict | None = None,
     ) -> dict:
-        self.check_repository(conn, record_type, repo_id, writing=False)
-        table = conn.info["fonds_tables"][record_type.name]
-        row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
-        if row is None:
-            raise NotFound(record_type.not_found())
+        row = self._stored_row(conn, record_type, record_id, repo_id)
         if record_type.hooks.hidden(row):
             raise Conflict(f"{record_type.uri(record_id, repo_id)} is maintained by the system and cannot be changed")
         lock_version = _lock_version(given_lock)
@@ -315,11 +322,7 @@ class RecordService:
             return self.delete_in(conn, record_type, record_id, repo_id=repo_id, actor=actor)
 
     def delete_in(self, conn, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:
-        self.check_repository(conn, record_type, repo_id, writing=False)
-        table = conn.info["fonds_tables"][record_type.name]
-        row = store.fetch(conn, table, record_id, repo_id=repo_id if record_type.repo_scoped else None, for_update=True)
-        if row is None:
-            raise NotFound(record_type.not_found())
+        row = self._stored_row(conn, record_type, record_id, repo_id)
         if not record_type.hooks.can_delete(row):
             raise Conflict(f"Record deletion failed: {record_type.uri(record_id, repo_id)} is maintained by the system")
         deletion.delete_record(

@@ -30,17 +30,21 @@ def refused_key(record_type: RecordType, refused: IntegrityError) -> UniqueKey |
     return None
 
 
-def error_for(conn, table, record_type: RecordType, columns: dict, record_id: int) -> Invalid | None:
-    """The 400 for the first unique key whose values another record already holds."""
+def error_for(conn, table, record_type: RecordType, columns: dict, record_id: int, stored=None) -> Invalid | None:
+    """The 400 for the first unique key whose values another record already holds. `stored`:
+    the record's row as it stands; a key whose values it holds already needs no look-up (the
+    database's constraint keeps them its own)."""
     for key in record_type.unique_keys:
+        if stored is not None and all(getattr(stored, c) == columns.get(c) for c in key.columns):
+            continue
         other = store.find_duplicate(conn, table, {c: columns.get(c) for c in key.columns}, exclude_id=record_id)
         if other is not None:
             return clash(key, columns, record_type.uri(other))
     return None
 
 
-def check(conn, record_type: RecordType, columns: dict, record_id: int) -> None:
-    error = error_for(conn, conn.info["fonds_tables"][record_type.name], record_type, columns, record_id)
+def check(conn, record_type: RecordType, columns: dict, record_id: int, stored=None) -> None:
+    error = error_for(conn, conn.info["fonds_tables"][record_type.name], record_type, columns, record_id, stored)
     if error is not None:
         raise error
 
