@@ -107,6 +107,9 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
     finally:
         stop(process)
     log_text = log_path.read_text()
+    # One access-log line per request, as uvicorn writes them (the app writes its own).
+    assert re.search(r'^INFO:     127\.0\.0\.1:\d+ - "GET /version HTTP/1\.1" 200 OK$', log_text, re.MULTILINE), log_text
+    assert log_text.count('"POST /users/admin/login HTTP/1.1" 403 Forbidden') == 1
     assert "password=[redacted]" in log_text
     assert "pass%77ord=[redacted]" in log_text and "PASSWORD=[redacted]" in log_text
     assert SERVE_PASSWORD not in log_text

@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fonds import __version__, allocator, collector
 from fonds.api import batch, enumerations, groups, locations, lookups, openapi, search, sessions, system, trees, users
+from fonds.api.access_log import AccessLog
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
 from fonds.api.fastlane import FastLane
@@ -109,8 +110,11 @@ class FondsApp(FastAPI):
     """FastAPI with the fast lane (`fonds.api.fastlane`) in front of its middleware and router."""
 
     fast_lane: FastLane | None = None
+    access_log: AccessLog | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.access_log is not None and scope["type"] == "http":
+            send = self.access_log.wrap(scope, send)
         if self.fast_lane is not None:
             receive = await self.fast_lane.answer(scope, receive, send)
             if receive is None:
@@ -156,5 +160,10 @@ def create_app(settings: Settings) -> FondsApp:
 
 
 def app_from_environment() -> FastAPI:
-    """Factory for `uvicorn --factory` (used by `fonds serve` with several workers)."""
-    return create_app(load_settings())
+    """Factory for `uvicorn --factory` (used by `fonds serve`): with the access log, if on (it
+    replaces uvicorn's own, which `fonds serve` turns off)."""
+    settings = load_settings()
+    app = create_app(settings)
+    if settings.access_log:
+        app.access_log = AccessLog()
+    return app

@@ -61,7 +61,8 @@ def serve(
         workers=workers,
         log_level="info",
         log_config=uvicorn_log_config(),
-        access_log=settings.access_log,
+        # The app writes its own (fonds.api.access_log), the same lines at a fraction of the cost.
+        access_log=False,
     )
 
 

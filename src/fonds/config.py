@@ -48,7 +48,7 @@ class Settings:
     )
     access_log: bool = _setting(
         True,
-        "Write one line per request to the server's output (uvicorn's access log, secrets in query strings redacted). Off saves about 35 µs of CPU per request (as much as a whole cached GET of one record costs otherwise).",
+        "Write one line per request to the server's output (uvicorn's access log, secrets in query strings redacted). Written by the app itself, one write per turn of the event loop: about 3–8 µs of CPU a request (uvicorn's logging took 17 µs); off saves that.",
     )
     malloc_arenas: int = _setting(
         2,
