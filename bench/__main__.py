@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; servers stopped")
         return 130
-    before = report.previous(args.results_dir, result["db"])
+    before = report.previous(args.results_dir, result["db"], str(result["settings"]["scale"]))
     print("\n".join([*report.summary(result), "", *report.rows(result)]))
     if args.quick:
         print("(--quick: nothing written)")

@@ -121,6 +121,27 @@ def test_the_page_shows_the_newest_run_of_each_database(tmp_path):
     assert "2026-11-20" not in page
 
 
+def test_the_page_keeps_the_newest_run_of_each_scale(tmp_path):
+    from bench import report
+
+    stored = json.loads((ROOT / "bench" / "results" / "2026-11-24-sqlite.json").read_text())
+
+    def run(db: str, scale: str, date: str) -> dict:
+        return {**stored, "db": db, "date": date, "settings": {**stored["settings"], "scale": scale}}
+
+    for result in (run("sqlite", "large", "2026-11-20T00:00:00Z"), run("sqlite", "medium", "2026-11-21T00:00:00Z")):
+        report.write(result, tmp_path)
+    report.write(run("postgresql", "medium", "2026-11-22T00:00:00Z"), tmp_path)
+    current = run("sqlite", "medium", "2026-11-25T00:00:00Z")
+    page = report.page(report.newest_per_database(tmp_path, current))
+    headings = [line for line in page.splitlines() if line.startswith("## ")]
+    assert headings == ["## sqlite, scale large", "## sqlite, scale medium", "## postgresql, scale medium"]
+    assert "Run 2026-11-20T00:00:00Z on **sqlite**, scale **large**" in page
+    assert "Run 2026-11-25T00:00:00Z on **sqlite**, scale **medium**" in page
+    assert "2026-11-21" not in page
+    assert report.previous(tmp_path, "sqlite", "large")["date"] == "2026-11-20T00:00:00Z"
+
+
 def test_two_runs_of_a_day_at_two_scales_keep_a_file_each_and_the_later_is_previous(tmp_path):
     from bench import report
 
