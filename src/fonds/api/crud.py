@@ -59,26 +59,15 @@ def as_cached_user(
         return None
 
 
-def create_as_cached_user(
-    services, record_type: RecordType, token: str | None, body: bytes, repo_id: int | None
-) -> dict | FondsError | None:
-    def create(actor: Actor, precondition: Precondition) -> dict:
-        return services.records.create(record_type, body, repo_id=repo_id, actor=actor, precondition=precondition)
-
-    return as_cached_user(services, record_type.permissions.create, token, repo_id, create)
-
-
 def write_as_cached_user(
-    services, record_type: RecordType, action: str, token: str | None, body: bytes, ints: list[int]
+    services, record_type: RecordType, action: str, token: str | None, body: bytes, repo_id: int | None, record_id: int | None = None
 ) -> dict | FondsError | None:
-    """The fast lane's writes (`action`: create, update or delete) as `as_cached_user`; `ints`:
-    the integers of the path, the repository's id first and the record's last."""
-    repo_id = ints[0] if record_type.repo_scoped else None
-    if action == "create":
-        return create_as_cached_user(services, record_type, token, body, repo_id)
-    records, record_id = services.records, ints[-1]
+    """A create, update or delete (`action`; `record_id` for the last two) as `as_cached_user`."""
+    records = services.records
 
     def write(actor: Actor, precondition: Precondition) -> dict:
+        if action == "create":
+            return records.create(record_type, body, repo_id=repo_id, actor=actor, precondition=precondition)
         if action == "update":
             return records.update(record_type, record_id, body, repo_id=repo_id, actor=actor, precondition=precondition)
         return records.delete(record_type, record_id, repo_id=repo_id, actor=actor, precondition=precondition)
@@ -122,7 +111,7 @@ def register_record_routes(router: APIRouter, record_type: RecordType) -> None:
         body = await raw_body(request, services)
 
         def create() -> dict:
-            written = create_as_cached_user(services, record_type, token, body, repo_id)
+            written = write_as_cached_user(services, record_type, "create", token, body, repo_id)
             if isinstance(written, FondsError):
                 raise written
             if written is not None:

@@ -263,9 +263,12 @@ class RecordWrite:
             if body is None:
                 return receive
         token = session_token(scope)
+        # The path's integers: the repository's id first (where the type has one), the record's last.
+        repo_id = ints[0] if self.record_type.repo_scoped else None
+        record_id = ints[-1] if self.action != "create" else None
         try:
             written = await asyncio.get_running_loop().run_in_executor(
-                services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, ints
+                services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, repo_id, record_id
             )
         except Exception as exc:  # nothing was written (a write is answered once committed)
             log_unexpected(exc, scope["method"], scope["path"])

@@ -129,8 +129,7 @@ class RecordService:
 
     def check_repository_exists(self, repo_id: int) -> None:
         with self.db.read() as conn:
-            table = conn.info["fonds_tables"]["repository"]
-            if conn.execute(select(table.c.id).where(table.c.id == repo_id)).scalar_one_or_none() is None:
+            if not store.exists(conn, conn.info["fonds_tables"]["repository"], repo_id):
                 raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})
 
     def _save(
@@ -166,9 +165,18 @@ class RecordService:
         change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
         change_log.append(conn, [change])
 
-    def prepare_body(self, record_type: RecordType, body: bytes) -> tuple[dict, dict, object]:
-        """A new record's body validated against the value lists kept in the process."""
-        return self.prepare_doc(record_type, parse_body(body), creating=True, refresh=False)
+    def prepare_body(self, record_type: RecordType, body: bytes, *, creating: bool = True) -> tuple[dict, dict, object]:
+        """A body validated against the value lists kept in the process."""
+        return self.prepare_doc(record_type, parse_body(body), creating=creating, refresh=False)
+
+    def _prepared_before_writing(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
+        """Validated before the write lock is taken, against the value lists kept in the process
+        (the write transaction then confirms they are current); a body they refuse is refused
+        only with the database's."""
+        try:
+            return self.prepare_body(record_type, body, creating=creating)
+        except Invalid:
+            return self.prepare(record_type, body, creating=creating)
 
     def create(
         self,
@@ -182,14 +190,7 @@ class RecordService:
     ) -> dict:
         """Validated here, written with the creates of other threads waiting meanwhile
         (records/grouped_creates.py); `precondition`: checked in the writing transaction."""
-        # Validated before the write lock is taken, against the value lists kept in the process;
-        # the write transaction then confirms they are current (validating again if not).
-        doc = parse_body(body)
-        try:
-            clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=False)
-        except Invalid:
-            # Refused with the kept lists: refuse only with the database's.
-            clean, warnings, _ = self.prepare_doc(record_type, doc, creating=True, refresh=True)
+        clean, warnings, _ = self._prepared_before_writing(record_type, body, creating=True)
         pending = PendingCreate(record_type, body, clean, warnings, repo_id, actor, options or {}, precondition)
         return self.grouped_creates.create(pending)
 
@@ -226,15 +227,11 @@ class RecordService:
         """Validated before the write lock is taken, against the value lists kept in the process;
         the write transaction confirms they are current (validating again if not), as a create's.
         `precondition`: checked first in the writing transaction (`_writing`)."""
-        try:
-            prepared = self.prepare_doc(record_type, parse_body(body), creating=False, refresh=False)
-        except Invalid:
-            # Refused with the kept lists: refuse only with the database's.
-            prepared = self.prepare(record_type, body, creating=False)
+        prepared = self._prepared_before_writing(record_type, body, creating=False)
         with self._writing(precondition) as conn:
             if not self.value_lists.current(conn):
                 self.value_lists.refresh(conn)
-                prepared = self.prepare_doc(record_type, parse_body(body), creating=False, refresh=False)
+                prepared = self.prepare_body(record_type, body, creating=False)
             doc, warnings, given_lock = prepared
             return self.update_in(conn, record_type, record_id, doc, warnings, given_lock, repo_id=repo_id, actor=actor, options=options)
 

@@ -138,13 +138,15 @@ def _advance_sequence(conn: Connection, table: Table) -> None:
 
 def store(conn: Connection, table: Table, record_id: int, *, json: bytes, values: dict, expect_lock_version: int | None = None) -> bool:
     """Write a record's JSON and columns; with `expect_lock_version` only if still unchanged."""
-    statement = _store_statement(table, expect_lock_version is not None)
-    return conn.execute(statement, {"b_id": record_id, "b_expect": expect_lock_version, "json": json, **values}).rowcount == 1
+    expecting = expect_lock_version is not None
+    parameters = {"b_id": record_id, "json": json, **values, **({"b_expect": expect_lock_version} if expecting else {})}
+    return conn.execute(_store_statement(table, expecting), parameters).rowcount == 1
 
 
 def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None = None, for_update: bool = False) -> Row | None:
     statement = _fetch_statement(table, repo_id is not None, for_update)
-    return conn.execute(statement, {"b_id": record_id, "b_repo_id": repo_id}).one_or_none()
+    parameters = {"b_id": record_id} if repo_id is None else {"b_id": record_id, "b_repo_id": repo_id}
+    return conn.execute(statement, parameters).one_or_none()
 
 
 def exists(conn: Connection, table: Table, record_id: int) -> bool:
