@@ -67,6 +67,27 @@ def test_each_repository_counts_its_own(api, repo):
     assert listing(api, ACCESSIONS.format(repo=other), all_ids="1") == theirs
 
 
+@pytest.mark.parametrize("lane", [True, False], ids=["fast lane", "ordinary path"])
+def test_pages_of_repositories_whose_records_interleave(app, api, repo, lane):
+    """A page reads ids from its first block to the block where it ends: with another
+    repository's records between and after a repository's own, every page (the last included,
+    which runs out of records) still holds exactly the records due, in order."""
+    if not lane:
+        app.fast_lane = None
+    other = api.create_repository("OTHER")
+    mine, theirs = [], []
+    for n in range(9):
+        mine += add(api, ACCESSIONS.format(repo=repo), 1 + n % 3)
+        theirs += add(api, ACCESSIONS.format(repo=other), 2 + n % 4)
+    theirs += add(api, ACCESSIONS.format(repo=other), 9)
+    for record_id in mine[4:9]:
+        assert api.delete(f"{ACCESSIONS.format(repo=repo)}/{record_id}").status_code == 200
+    mine = mine[:4] + mine[9:]
+    for size in (1, 2, 3, 5, 7, 250):
+        assert every_page(api, ACCESSIONS.format(repo=repo), size) == (len(mine), mine)
+        assert every_page(api, ACCESSIONS.format(repo=other), size) == (len(theirs), theirs)
+
+
 def test_counts_follow_batch_imports_and_cascades(api, repo):
     response = api.post(f"/repositories/{repo}/batch_imports", json=archive(repo))
     assert response.status_code == 200, response.text

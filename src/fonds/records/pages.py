@@ -3,7 +3,10 @@
 The total and the start of page N come from the block counts the triggers keep
 (`fonds.storage.counts`): the blocks of one type and repository are summed in id order until the
 running sum passes the page's offset; the page is then read from the (repo_id, id) index from the
-start of that block, skipping fewer than 1024 entries. Only the page's rows are fetched.
+start of that block, skipping fewer than 1024 entries, and no further than the end of the block
+where the page ends (or the last block): a page that runs out of the repository's records (the
+last one) must not scan on through the records of the repositories after it. Only the page's
+rows are fetched.
 Types whose listings hide rows (`Hooks.list_filter`: the global repository) are small and keep
 the plain COUNT and OFFSET."""
 
@@ -50,9 +53,10 @@ def page_rows(conn: Connection, record_type: RecordType, table: Table, where: li
     if start is None:
         return total, []
     first_block, skip = start
+    last_block = finish(blocks, offset + size)
     ids = (
         select(table.c.id)
-        .where(*where, table.c.id >= first_block * counts.BLOCK)
+        .where(*where, table.c.id >= first_block * counts.BLOCK, table.c.id < (last_block + 1) * counts.BLOCK)
         .order_by(table.c.id)
         .limit(size)
         .offset(skip)
@@ -87,7 +91,7 @@ class QuickPage:
 
     def params(self, repo_id: int | None, offset: int, size: int) -> tuple:
         repo = (repo_id,) if self.repo_scoped else ()
-        return (self.type_name, repo_id or 0, offset, offset, *repo, *repo, size)
+        return (self.type_name, repo_id or 0, offset, offset, offset + size, *repo, *repo, size)
 
     def read(self, rows: list[tuple]) -> tuple[int, int, int, list[bytes] | None]:
         """(generation, repository found, total, the answers: None when one needs Python)."""
@@ -111,16 +115,29 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
   SELECT bucket, n, sum(n) OVER (ORDER BY bucket) AS upto FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0
 ), start AS (
   SELECT bucket, ? - (upto - n) AS skip FROM blocks WHERE upto > ? ORDER BY bucket LIMIT 1
+), finish AS (
+  SELECT coalesce((SELECT min(bucket) FROM blocks WHERE upto >= ?), (SELECT max(bucket) FROM blocks)) AS bucket
 ), head AS (
   SELECT ({first}) AS generation_now, {found} AS found, (SELECT coalesce(sum(n), 0) FROM blocks) AS total
 )
 SELECT head.generation_now, head.found, head.total, page.* FROM head LEFT JOIN (
   SELECT {ROW}.id AS page_id, {answer.aliased} FROM "{name}" {ROW} WHERE {ROW}.id IN (
     SELECT id FROM "{name}" WHERE {scoped}id >= (SELECT bucket FROM start) * {counts.BLOCK}
+    AND id < ((SELECT bucket FROM finish) + 1) * {counts.BLOCK}
     ORDER BY {order} LIMIT ? OFFSET (SELECT coalesce(max(skip), 0) FROM start)
   )
 ) page ON 1 = 1 ORDER BY page.page_id"""
     return QuickPage(sql, record_type.repo_scoped, name, answer)
+
+
+def finish(blocks: list, end: int) -> int:
+    """The block holding the record before `end` (the page's end), or the last block."""
+    before = 0
+    for block, n in blocks:
+        before += n
+        if before >= end:
+            return block
+    return blocks[-1][0]
 
 
 def locate(blocks: list, offset: int) -> tuple[int, int] | None:
