@@ -91,7 +91,8 @@ class QuickPage:
 
     def params(self, repo_id: int | None, offset: int, size: int) -> tuple:
         repo = (repo_id,) if self.repo_scoped else ()
-        return (self.type_name, repo_id or 0, offset, offset, offset + size, *repo, *repo, size)
+        blocks = (self.type_name, repo_id or 0)
+        return (*repo, *blocks, offset, offset + size, *blocks, *blocks, *repo, size)
 
     def read(self, rows: list[tuple]) -> tuple[int, int, int, list[bytes] | None]:
         """(generation, repository found, total, the answers: None when one needs Python)."""
@@ -110,21 +111,36 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
     # In the order of the (repo_id, id) index, so that a plan made for any repository reads it.
     order = "repo_id, id" if record_type.repo_scoped else "id"
     found = "(SELECT count(*) FROM repository WHERE id = ?)" if record_type.repo_scoped else "1"
-    # The first block whose running sum passes the offset, and how many of its records to skip.
-    sql = f"""WITH blocks AS (
-  SELECT bucket, n, sum(n) OVER (ORDER BY bucket) AS upto FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0
-), start AS (
-  SELECT bucket, ? - (upto - n) AS skip FROM blocks WHERE upto > ? ORDER BY bucket LIMIT 1
-), finish AS (
-  SELECT coalesce((SELECT min(bucket) FROM blocks WHERE upto >= ?), (SELECT max(bucket) FROM blocks)) AS bucket
-), head AS (
-  SELECT ({first}) AS generation_now, {found} AS found, (SELECT coalesce(sum(n), 0) FROM blocks) AS total
+    blocks = "SELECT bucket, n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0"
+    # The window's rows come in its own order on both databases; PostgreSQL's planner knows it
+    # and stops at the LIMIT, but SQLite sorts the window's output again for an ORDER BY, all of
+    # it, before the LIMIT: there the order is left to the window.
+    ascending, descending = ("", "") if dialect == "sqlite" else (" ORDER BY bucket", " ORDER BY bucket DESC")
+    # The page's first record (`mark` 0) and its last one (or the listing's last), each located in
+    # its block by a running sum from the nearer end of the list, so that the first and the last
+    # pages read a block or two, not every block of the repository. `code`: the block's first id
+    # plus the records of the block before the mark. (No `%`: the driver's placeholders.)
+    sql = f"""WITH head AS (
+  SELECT ({first}) AS generation_now, {found} AS found, (SELECT coalesce(sum(n), 0) FROM ({blocks}) b) AS total
+), marks AS (
+  SELECT 0 AS which, CAST(? AS BIGINT) AS mark
+  UNION ALL SELECT 1, CASE WHEN ends < total THEN ends ELSE total END - 1 FROM head, (SELECT CAST(? AS BIGINT) AS ends) page_end
+), located AS (
+  SELECT which, (
+    SELECT bucket * {counts.BLOCK} + mark - (upto - n) FROM (SELECT bucket, n, sum(n) OVER (ORDER BY bucket) AS upto FROM ({blocks}) b) w
+    WHERE upto > mark{ascending} LIMIT 1
+  ) AS code FROM marks, head WHERE mark >= 0 AND mark * 2 < total
+  UNION ALL
+  SELECT which, (
+    SELECT bucket * {counts.BLOCK} + mark - (total - after) FROM (SELECT bucket, sum(n) OVER (ORDER BY bucket DESC) AS after FROM ({blocks}) b) w
+    WHERE total - after <= mark{descending} LIMIT 1
+  ) AS code FROM marks, head WHERE mark * 2 >= total AND mark < total
 )
 SELECT head.generation_now, head.found, head.total, page.* FROM head LEFT JOIN (
   SELECT {ROW}.id AS page_id, {answer.aliased} FROM "{name}" {ROW} WHERE {ROW}.id IN (
-    SELECT id FROM "{name}" WHERE {scoped}id >= (SELECT bucket FROM start) * {counts.BLOCK}
-    AND id < ((SELECT bucket FROM finish) + 1) * {counts.BLOCK}
-    ORDER BY {order} LIMIT ? OFFSET (SELECT coalesce(max(skip), 0) FROM start)
+    SELECT id FROM "{name}" WHERE {scoped}id >= (SELECT code / {counts.BLOCK} * {counts.BLOCK} FROM located WHERE which = 0)
+    AND id < (SELECT (code / {counts.BLOCK} + 1) * {counts.BLOCK} FROM located WHERE which = 1)
+    ORDER BY {order} LIMIT ? OFFSET (SELECT coalesce(max(code - code / {counts.BLOCK} * {counts.BLOCK}), 0) FROM located WHERE which = 0)
   )
 ) page ON 1 = 1 ORDER BY page.page_id"""
     return QuickPage(sql, record_type.repo_scoped, name, answer)
