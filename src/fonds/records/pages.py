@@ -148,12 +148,8 @@ SELECT head.generation_now, head.found, head.total, page.* FROM head LEFT JOIN (
 
 def finish(blocks: list, end: int) -> int:
     """The block holding the record before `end` (the page's end), or the last block."""
-    before = 0
-    for block, n in blocks:
-        before += n
-        if before >= end:
-            return block
-    return blocks[-1][0]
+    found = locate(blocks, end - 1)
+    return blocks[-1][0] if found is None else found[0]
 
 
 def locate(blocks: list, offset: int) -> tuple[int, int] | None:
