@@ -1,13 +1,18 @@
 """The fields of a node computed at read time and spliced into its stored JSON: its logical
 `position` among its siblings and its `ancestors` (nearest first, the root last). One recursive
-query finds the ancestors of a whole page of nodes; positions cost one range count per node."""
+query finds the ancestors of a whole page of nodes, and one statement their positions: each the
+sibling bands below its own plus a count within its band (fonds.storage.siblings), as the fast
+lane reads it, so a batch of a thousand nodes being indexed is one statement, not one per list."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import functools
+
+from sqlalchemy import bindparam, select, text
 
 from fonds.records.trees import hierarchy, positions
 from fonds.storage import siblings
+from fonds.storage.chunks import select_in
 
 
 def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
@@ -24,7 +29,7 @@ def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
     if known_positions is not None:
         logical = {row.id: position for row, position in zip(rows, known_positions)}
     else:
-        logical = positions.logical_positions(conn, table, spec.root_column, rows)
+        logical = logical_positions(conn, spec, rows)
     node_path, root_path = registry[spec.node].path, registry[spec.root].path
     extras = []
     for row in rows:
@@ -40,6 +45,29 @@ def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
             ancestors.append(_ancestor(f"/repositories/{row.repo_id}/{root_path}/{root_id}", levels.get(root_id)))
         extras.append({"position": logical.get(row.id), "ancestors": ancestors})
     return extras
+
+
+def logical_positions(conn, spec, rows) -> dict[int, int]:
+    """The logical positions of `rows` (id, parent_id, position and the root column); a node
+    without a root (none is made so; a stored one may be) as `positions.logical_positions` counts."""
+    root = spec.root_column
+    placed = [row for row in rows if row.position is not None]
+    rooted = [row.id for row in placed if getattr(row, root) is not None]
+    statement = _positions_statement(spec.node, root)
+    found = dict(select_in(conn, lambda chunk: (statement, {"ids": chunk}), rooted))
+    rootless = [row for row in placed if getattr(row, root) is None]
+    if rootless:
+        found.update(positions.logical_positions(conn, conn.info["fonds_tables"][spec.node], root, rootless))
+    return found
+
+
+@functools.cache
+def _positions_statement(node: str, root: str):
+    before = (
+        f"CASE WHEN r.parent_id IS NULL THEN {_before_sql(node, root, 'r', 's.parent_id IS NULL')}"
+        f" ELSE {_before_sql(node, root, 'r', 's.parent_id = r.parent_id')} END"
+    )
+    return text(f'SELECT r.id, {before} FROM "{node}" r WHERE r.id IN :ids').bindparams(bindparam("ids", expanding=True))
 
 
 def _ancestor(uri: str, level: str | None) -> dict:
@@ -59,26 +87,30 @@ def read_sql(dialect: str, spec, node_path: str, root_path: str, row: str) -> di
 
 
 def _position_sql(spec, row: str) -> str:
-    """The count of siblings before the node: the sibling bands below its own (fonds.storage.
-    siblings) and a count within its band, so the cost does not grow with the list."""
+    """The node's logical position as JSON text (`_before_sql`); `null` for a node without one."""
     node, root = spec.node, spec.root_column
+    return (
+        f"CASE WHEN {row}.position IS NULL THEN 'null' WHEN {row}.{root} IS NULL THEN NULL"
+        f" WHEN {row}.parent_id IS NULL THEN CAST({_before_sql(node, root, row, 's.parent_id IS NULL')} AS TEXT)"
+        f" ELSE CAST({_before_sql(node, root, row, f's.parent_id = {row}.parent_id')} AS TEXT) END"
+    )
+
+
+def _before_sql(node: str, root: str, row: str, parent: str) -> str:
+    """The count of the siblings before the node (alias `row`, with a root): the sibling bands
+    below its own and a count within its band, so the cost does not grow with the list.
+    `parent`: the siblings' parent condition on alias `s` (IS NULL for top-level nodes, so an
+    index serves it)."""
     band = f"({row}.position >> {siblings.SHIFT})"
     below = (
         f"(SELECT coalesce(sum(b.n), 0) FROM sibling_bucket b WHERE b.node_type = '{node}' AND b.root_id = {row}.{root}"
         f" AND b.parent_id = coalesce({row}.parent_id, 0) AND b.bucket < {band})"
     )
-
-    def within(parent: str) -> str:
-        return (
-            f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
-            f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
-        )
-
-    return (
-        f"CASE WHEN {row}.position IS NULL THEN 'null' WHEN {row}.{root} IS NULL THEN NULL"
-        f" WHEN {row}.parent_id IS NULL THEN CAST({below} + {within('s.parent_id IS NULL')} AS TEXT)"
-        f" ELSE CAST({below} + {within(f's.parent_id = {row}.parent_id')} AS TEXT) END"
+    within = (
+        f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
+        f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
     )
+    return f"({below} + {within})"
 
 
 def _level_sql(dialect: str, level: str) -> str:
