@@ -63,11 +63,9 @@ def logical_positions(conn, spec, rows) -> dict[int, int]:
 
 @functools.cache
 def _positions_statement(node: str, root: str):
-    before = (
-        f"CASE WHEN r.parent_id IS NULL THEN {_before_sql(node, root, 'r', 's.parent_id IS NULL')}"
-        f" ELSE {_before_sql(node, root, 'r', 's.parent_id = r.parent_id')} END"
+    return text(f'SELECT r.id, {_before_sql(node, root, "r")} FROM "{node}" r WHERE r.id IN :ids').bindparams(
+        bindparam("ids", expanding=True)
     )
-    return text(f'SELECT r.id, {before} FROM "{node}" r WHERE r.id IN :ids').bindparams(bindparam("ids", expanding=True))
 
 
 def _ancestor(uri: str, level: str | None) -> dict:
@@ -91,26 +89,30 @@ def _position_sql(spec, row: str) -> str:
     node, root = spec.node, spec.root_column
     return (
         f"CASE WHEN {row}.position IS NULL THEN 'null' WHEN {row}.{root} IS NULL THEN NULL"
-        f" WHEN {row}.parent_id IS NULL THEN CAST({_before_sql(node, root, row, 's.parent_id IS NULL')} AS TEXT)"
-        f" ELSE CAST({_before_sql(node, root, row, f's.parent_id = {row}.parent_id')} AS TEXT) END"
+        f" ELSE CAST({_before_sql(node, root, row)} AS TEXT) END"
     )
 
 
-def _before_sql(node: str, root: str, row: str, parent: str) -> str:
+def _before_sql(node: str, root: str, row: str) -> str:
     """The count of the siblings before the node (alias `row`, with a root): the sibling bands
-    below its own and a count within its band, so the cost does not grow with the list.
-    `parent`: the siblings' parent condition on alias `s` (IS NULL for top-level nodes, so an
-    index serves it)."""
+    below its own and a count within its band, so the cost does not grow with the list. The
+    siblings' parent is matched as `IS NULL` for a top-level node, so an index serves it."""
     band = f"({row}.position >> {siblings.SHIFT})"
     below = (
         f"(SELECT coalesce(sum(b.n), 0) FROM sibling_bucket b WHERE b.node_type = '{node}' AND b.root_id = {row}.{root}"
         f" AND b.parent_id = coalesce({row}.parent_id, 0) AND b.bucket < {band})"
     )
-    within = (
-        f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
-        f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
+
+    def within(parent: str) -> str:
+        return (
+            f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
+            f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
+        )
+
+    return (
+        f"CASE WHEN {row}.parent_id IS NULL THEN {below} + {within('s.parent_id IS NULL')}"
+        f" ELSE {below} + {within(f's.parent_id = {row}.parent_id')} END"
     )
-    return f"({below} + {within})"
 
 
 def _level_sql(dialect: str, level: str) -> str:
