@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections import defaultdict
@@ -21,6 +22,9 @@ from bench.http import Connection
 
 CHUNK = 2_000
 CHILDREN_CHUNK = 1_000
+# batch_imports requests in flight at once: the client builds the next while the server works,
+# and the server validates one while it writes the other.
+IN_FLIGHT = 2
 
 
 class LoadError(RuntimeError):
@@ -42,16 +46,16 @@ def rewrite(value, mapping: dict[str, str]):
 _REF = re.compile(rb'"ref":"((?:[^"\\]|\\.)*)"')
 
 
-def serialised_with_refs_replaced(records: list[dict], mapping: dict[str, str]) -> bytes:
-    """The records as JSON with every temporary URI they refer to replaced by the real one,
-    where known: on the serialised bytes, as walking every value of a million records made
-    the client, not the server, a good part of a bulk load's time."""
+def refs_replaced(serialised: bytes, mapping: dict[str, str]) -> bytes:
+    """Records serialised by orjson with every temporary URI they refer to replaced by the real
+    one, where known: on the bytes, as walking every value of a million records made the
+    client, not the server, a good part of a bulk load's time."""
 
     def replace(match: re.Match) -> bytes:
         uri = mapping.get(orjson.loads(b'"' + match.group(1) + b'"'))
         return match.group(0) if uri is None else b'"ref":' + orjson.dumps(uri)
 
-    return _REF.sub(replace, orjson.dumps(records))
+    return _REF.sub(replace, serialised)
 
 
 def saved_uris(body) -> dict[str, str]:
@@ -96,27 +100,20 @@ class Loader:
         return Connection(self.host, self.port, {"X-ArchivesSpace-Session": self.token})
 
     async def load_unit(self, repo: str, unit: list[dict]) -> None:
+        """Loads one unit: by the tree-aware routes at once, or into batch_imports' chunks."""
         if self.path == "batch_imports":
-            await self._batch_import(repo, unit)
+            await self.chunks.add(repo, unit)
         else:
             await self._tree_aware(unit)
-        self.loaded += len(unit)
+            self.loaded += len(unit)
 
-    async def _batch_import(self, repo: str, unit: list[dict]) -> None:
-        connection = self.connection()
-        try:
-            for start in range(0, len(unit), CHUNK):
-                chunk = unit[start : start + CHUNK]
-                status, body = await connection.request("POST", f"{repo}/batch_imports", serialised_with_refs_replaced(chunk, self.mapping))
-                if status != 200:
-                    raise LoadError(f"batch_imports answered {status}: {body[:500].decode(errors='replace')}")
-                saved = saved_uris(orjson.loads(body))
-                missing = [r["uri"] for r in chunk if r["uri"] not in saved]
-                if missing:
-                    raise LoadError(f"batch_imports did not report the URIs created for {missing[:3]}")
-                self.mapping.update(saved)
-        finally:
-            await connection.close()
+    async def finish(self) -> None:
+        if self.path == "batch_imports":
+            await self.chunks.flush()
+
+    @functools.cached_property
+    def chunks(self) -> Chunks:
+        return Chunks(self)
 
     async def _tree_aware(self, unit: list[dict]) -> None:
         """Roots and inner nodes by plain creates, depth by depth; leaves by the children route."""
@@ -179,6 +176,71 @@ class Loader:
         await asyncio.gather(*(worker() for _ in range(min(self.clients, 4))))
 
 
+class Chunks:
+    """Units packed into batch_imports requests of CHUNK records (a collection of 150 components
+    is one unit: sent alone, a request's fixed costs would weigh on each record), IN_FLIGHT of
+    them at once. A chunk that refers to a record of a chunk still in flight waits for it: its
+    temporary URI is rewritten to the one the server reports."""
+
+    def __init__(self, loader: Loader):
+        self.loader = loader
+        self.repo: str | None = None
+        self.pending: list[dict] = []
+        self.in_flight: dict[asyncio.Task, set[str]] = {}  # each request's temporary URIs
+        self.idle = [loader.connection() for _ in range(IN_FLIGHT)]
+
+    async def add(self, repo: str, unit: list[dict]) -> None:
+        if repo != self.repo:
+            await self.flush()
+            self.repo = repo
+        for record in unit:
+            self.pending.append(record)
+            if len(self.pending) == CHUNK:
+                await self._send()
+
+    async def flush(self) -> None:
+        if self.pending:
+            await self._send()
+        await self._wait(all_of_them=True)
+        for connection in self.idle:
+            await connection.close()
+        self.idle = [self.loader.connection() for _ in range(IN_FLIGHT)]
+
+    async def _send(self) -> None:
+        chunk, self.pending = self.pending, []
+        serialised = orjson.dumps(chunk)
+        refs = {orjson.loads(b'"' + found + b'"') for found in _REF.findall(serialised)}
+        if any(not refs.isdisjoint(uris) for uris in self.in_flight.values()):
+            await self._wait(all_of_them=True)
+        while not self.idle:
+            await self._wait(all_of_them=False)
+        task = asyncio.create_task(self._import(self.repo, chunk, serialised, self.idle.pop()))
+        self.in_flight[task] = {record["uri"] for record in chunk}
+
+    async def _wait(self, *, all_of_them: bool) -> None:
+        if self.in_flight:
+            done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.ALL_COMPLETED if all_of_them else asyncio.FIRST_COMPLETED)
+            for task in done:
+                del self.in_flight[task]
+            for task in done:
+                task.result()  # a failed chunk fails the load
+
+    async def _import(self, repo: str, chunk: list[dict], serialised: bytes, connection: Connection) -> None:
+        try:
+            body = refs_replaced(serialised, self.loader.mapping)
+            status, answer = await connection.request("POST", f"{repo}/batch_imports", body)
+            if status != 200:
+                raise LoadError(f"batch_imports answered {status}: {answer[:500].decode(errors='replace')}")
+            saved = saved_uris(orjson.loads(answer))
+            missing = [r["uri"] for r in chunk if r["uri"] not in saved]
+            if missing:
+                raise LoadError(f"batch_imports did not report the URIs created for {missing[:3]}")
+            self.loader.mapping.update(saved)
+            self.loader.loaded += len(chunk)
+        finally:
+            self.idle.append(connection)
+
+
 async def load_archive(loader: Loader, repositories: list[tuple[str, object]], progress) -> dict:
     """Loads every repository's archive; returns the path used, count, seconds and rate."""
     start = time.perf_counter()
@@ -186,5 +248,6 @@ async def load_archive(loader: Loader, repositories: list[tuple[str, object]], p
         for unit in archive.units():
             await loader.load_unit(repo, unit)
             progress(loader.loaded)
+    await loader.finish()
     seconds = time.perf_counter() - start
     return {"path": loader.path, "records": loader.loaded, "seconds": round(seconds, 2), "records_per_s": round(loader.loaded / seconds, 1)}

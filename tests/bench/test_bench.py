@@ -3,6 +3,7 @@ speed is what the bench reports, not what the suite checks)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import orjson
 
+from bench import load
 from bench.generate import Archive, plan
-from bench.load import rewrite, saved_uris, serialised_with_refs_replaced
+from bench.load import Loader, load_archive, refs_replaced, rewrite, saved_uris
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = {"throughput_rps", "p50_ms", "p95_ms", "p99_ms", "requests"}
@@ -67,10 +69,64 @@ def test_batch_import_answers_are_mapped_and_refs_rewritten():
     }
     quoted = {'/subjects/import_"1"': "/subjects/4"}
     records = [record, {"uri": "/repositories/2/resources/import_1", "subjects": [{"ref": '/subjects/import_"1"'}]}]
-    assert orjson.loads(serialised_with_refs_replaced(records, mapping | quoted)) == [
+    assert orjson.loads(refs_replaced(orjson.dumps(records), mapping | quoted)) == [
         rewrite(record, mapping),
         {"uri": "/repositories/2/resources/import_1", "subjects": [{"ref": "/subjects/4"}]},
     ]
+
+
+class FakeServer:
+    """batch_imports as the server answers it, refusing a ref to a record it has not created."""
+
+    def __init__(self):
+        self.created: dict[str, str] = {}
+        self.requests: list[int] = []
+        self.most_at_once = self.now = 0
+
+    def connection(self, *args, **kwargs):
+        server = self
+
+        class Connection:
+            async def request(self, method, path, body):
+                server.now += 1
+                server.most_at_once = max(server.most_at_once, server.now)
+                await asyncio.sleep(0.001)  # the other request may go out meanwhile
+                records = orjson.loads(body)
+                own = {record["uri"] for record in records}
+                refs = {found.decode() for found in load._REF.findall(body)}
+                unknown = refs - own - set(server.created.values()) - {"/vocabularies/1"}
+                server.now -= 1
+                if unknown:
+                    return 400, orjson.dumps({"error": sorted(unknown)[:3]})
+                saved = {uri: [f"/real{len(server.created) + n}", 1] for n, uri in enumerate(records_uris(records))}
+                server.created.update({uri: real for uri, (real, _) in saved.items()})
+                server.requests.append(len(records))
+                return 200, orjson.dumps([{"saved": saved}])
+
+            async def close(self):
+                pass
+
+        return Connection()
+
+
+def records_uris(records):
+    return [record["uri"] for record in records]
+
+
+def test_units_are_packed_into_full_chunks_and_sent_two_at_a_time_once_their_refs_exist(monkeypatch):
+    monkeypatch.setattr(load, "CHUNK", 300)
+    server = FakeServer()
+    loader = Loader("127.0.0.1", 1, "token", {"POST /repositories/{repo_id}/batch_imports"}, 2)
+    monkeypatch.setattr(loader, "connection", server.connection)
+    archive = Archive(7, 2, plan(3_000, agents=True, big_tree=600), global_prefix="t")
+    total = sum(len(unit) for unit in Archive(7, 2, plan(3_000, agents=True, big_tree=600), global_prefix="t").units())
+
+    result = asyncio.run(load_archive(loader, [("/repositories/2", archive)], lambda n: None))
+
+    assert result["records"] == total == sum(server.requests) == len(server.created)
+    assert server.requests[:-1] == [300] * (len(server.requests) - 1)  # collections of ~150 share requests
+    assert server.most_at_once == 2
+    assert set(loader.mapping) == set(server.created)
 
 
 def test_bench_runs_against_a_real_server(tmp_path):
