@@ -162,6 +162,80 @@ def test_a_unique_key_clash_with_a_stored_record_is_400(api, repo):
     assert counts(api, repo) == before
 
 
+def collection(base: str, name: str, series: int, files: int) -> list[dict]:
+    """A resource with series and files under each, listed deepest first."""
+    resource = f"{base}/resources/tmp_{name}"
+    nodes = [
+        {
+            "jsonmodel_type": "archival_object",
+            "uri": f"{base}/archival_objects/tmp_{name}_{s}_{f}",
+            "title": f"{name} file {s}-{f}",
+            "level": "file",
+            "resource": {"ref": resource},
+            "parent": {"ref": f"{base}/archival_objects/tmp_{name}_{s}"},
+        }
+        for s in range(series)
+        for f in range(files)
+    ]
+    nodes += [
+        {
+            "jsonmodel_type": "archival_object",
+            "uri": f"{base}/archival_objects/tmp_{name}_{s}",
+            "title": f"{name} series {s}",
+            "level": "series",
+            "resource": {"ref": resource},
+        }
+        for s in range(series)
+    ]
+    return [*nodes, {"jsonmodel_type": "resource", "uri": resource, "title": f"{name} papers", "id_0": name, "level": "collection"}]
+
+
+def test_whole_collections_of_one_batch_keep_their_trees_and_take_later_children_after_theirs(api, repo):
+    # Enough nodes that the batch writes its rows in bulk (counts kept by the batch, not by triggers).
+    base = f"/repositories/{repo}"
+    records = collection(base, "BW-T1", 12, 25) + collection(base, "BW-T2", 3, 4)
+    components = [
+        {
+            "jsonmodel_type": "digital_object_component",
+            "uri": f"{base}/digital_object_components/tmp_page{n}",
+            "title": f"Page {n}",
+            "digital_object": {"ref": f"{base}/digital_objects/tmp_album"},
+            "parent": {"ref": f"{base}/digital_object_components/tmp_volume"},
+        }
+        for n in range(3)
+    ]
+    components += [
+        {
+            "jsonmodel_type": "digital_object_component",
+            "uri": f"{base}/digital_object_components/tmp_volume",
+            "title": "Volume",
+            "digital_object": {"ref": f"{base}/digital_objects/tmp_album"},
+        },
+        {"jsonmodel_type": "digital_object", "uri": f"{base}/digital_objects/tmp_album", "title": "Album", "digital_object_id": "BW-D1"},
+    ]
+    response = import_records(api, repo, records + components)
+    assert response.status_code == 200, response.text
+    created = {temporary: uri for temporary, (uri, _) in response.json()[-1]["saved"].items()}
+
+    for name, series, files in (("BW-T1", 12, 25), ("BW-T2", 3, 4)):
+        resource = created[f"{base}/resources/tmp_{name}"]
+        assert titles_in_order(api, resource) == [f"{name} series {s}" for s in range(series)]
+        assert api.get(f"{resource}/tree/root").json()["child_count"] == series
+        last = created[f"{base}/archival_objects/tmp_{name}_{series - 1}"]
+        assert titles_in_order(api, resource, last) == [f"{name} file {series - 1}-{f}" for f in range(files)]
+        file = api.get(created[f"{base}/archival_objects/tmp_{name}_{series - 1}_{files - 1}"]).json()
+        assert file["position"] == files - 1 and [a["ref"] for a in file["ancestors"]] == [last, resource]
+        later = {"jsonmodel_type": "archival_object", "title": f"{name} later", "resource": {"ref": resource}, "parent": {"ref": last}}
+        api.create(f"{base}/archival_objects", later)
+        assert titles_in_order(api, resource, last)[-2:] == [f"{name} file {series - 1}-{files - 1}", f"{name} later"]
+
+    album = created[f"{base}/digital_objects/tmp_album"]
+    volume = api.get(f"{album}/tree/root").json()["precomputed_waypoints"][""]["0"]
+    assert [entry["title"] for entry in volume] == ["Volume"]
+    pages = api.get(f"{album}/tree/node", params={"node_uri": volume[0]["uri"]}).json()["precomputed_waypoints"][volume[0]["uri"]]["0"]
+    assert [(entry["title"], entry["position"]) for entry in pages] == [("Page 0", 0), ("Page 1", 1), ("Page 2", 2)]
+
+
 def test_batch_children_take_positions_in_order_after_the_existing_ones(api, repo):
     resource = api.create(f"/repositories/{repo}/resources", {"jsonmodel_type": "resource", "title": "Children"})["uri"]
     add_children(api, resource, [f"First {n}" for n in range(40)])

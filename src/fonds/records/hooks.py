@@ -64,6 +64,11 @@ class Hooks:
     contains_repository_records = False
     # Fields `read_extras` computes at read time: never stored (nor filled with schema defaults).
     read_fields: tuple[str, ...] = ()
+    # `derive` may read the rows of the records this one refers to: a batch writes those of its
+    # own members first. False where it reads nothing of a batch member but what the batch
+    # remembers of it (`batch.memo`), so a batch's new tree is written in one step, not a level
+    # at a time.
+    derive_reads_referenced_rows = True
 
     def list_filter(self, table):
         """A WHERE clause hiding rows from listings (None: show all)."""
@@ -90,7 +95,8 @@ class Hooks:
         write the type's own side tables, in the same transaction. On create the record's id
         and URI are allocated but its row is written after `derive` (with the rest of its batch),
         so a side table written here must not hold a foreign key to the record's table; the
-        records it refers to (batch members included) are stored already."""
+        records it refers to (batch members included, unless `derive_reads_referenced_rows` is
+        False) are stored already."""
 
     def after_save(self, service, ctx: WriteContext, doc: dict, actor) -> None:
         """Checks and companion records once the row is stored (`ctx.existing` is None on create):

@@ -5,10 +5,12 @@ part of its JSON, needs it: no placeholder row is inserted and then updated), ch
 of all its records with one query per target type, lets each type's hooks derive their
 records, and writes rows, record_link rows and change-log rows with executemany in bounded
 chunks, after checking the unique keys of the whole set in bulk (a constraint the database
-still refuses, a concurrent writer's, gives the same 400). Rows are written ("flushed") when a
-record refers to a batch member derived but not yet written (its hooks may read it, as a node
-reads its parent) and at the end, so a batch holding a deep tree is written in about as many
-steps as the tree is deep. After-save hooks run once every row of the batch is stored."""
+still refuses, a concurrent writer's, gives the same 400). Rows are written ("flushed") at the
+end, and before a record whose hooks read the rows it refers to (a container its locations) is
+derived if it refers to a batch member derived but not yet written; a tree node reads nothing of
+a new parent but what the batch remembers (its root, its children's next slot), so a batch of
+whole collections is written in one step. After-save hooks run once every row of the batch is
+stored."""
 
 from __future__ import annotations
 
@@ -94,7 +96,9 @@ class Batch:
         self._prepare(items)
         done = []
         for index, (item, uri, item_links) in enumerate(zip(items, uris, links)):
-            if any((target, target_id) in self._pending_keys for _, _, target, target_id in item_links):
+            if item.record_type.hooks.derive_reads_referenced_rows and any(
+                (target, target_id) in self._pending_keys for _, _, target, target_id in item_links
+            ):
                 self.flush()
             done.append(self._derive(index, item, uri, item_links))
             if progress is not None:

@@ -157,6 +157,7 @@ def archival_object_display_string(doc: dict, name: str | None = None) -> str:
 
 class ArchivalObjectHooks(ArchivalHooks):
     type_name = "archival_object"
+    derive_reads_referenced_rows = False  # placement knows new parents from the batch
 
     def check(self, doc):
         return instance_errors(doc)

@@ -180,6 +180,7 @@ def component_display_string(doc: dict) -> str:
 
 class DigitalObjectComponentHooks(Hooks):
     read_fields = ("linked_events",)
+    derive_reads_referenced_rows = False  # placement knows new parents from the batch
 
     def check(self, doc):
         return file_version_errors("digital_object_component", doc)
