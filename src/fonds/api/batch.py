@@ -9,7 +9,7 @@ from fonds.api.deps import RawBody, Services, require
 from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.auth.permissions import has_permission
 from fonds.errors import BadRequest
-from fonds.records.imports import import_batch, imported_types
+from fonds.records.imports import BULK_IMPORTS, import_batch, imported_types
 from fonds.records.service import Actor
 from fonds.storage import statistics
 
@@ -37,16 +37,21 @@ def parse_batch(body: bytes) -> list:
 def batch_import(
     actor: Actor = require(ROUTE_PERMISSION), *, repo_id: int, app: Services, body: RawBody, use_transaction: str | None = None
 ):
-    records = parse_batch(body)
-
     def may_create(record_type) -> bool:
         scope = repo_id if record_type.repo_scoped else None
         return has_permission(actor.grants, record_type.permissions.create, scope)
 
     service = app.records
-    with service.db.write() as conn:
-        saved = import_batch(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create)
-    statistics.after_bulk_load(service.db, imported_types(records), len(records))
+    # The collector stays off from parsing until the records are gone: else the objects of a
+    # large body, all young, are walked again and again as they are made, then once more when
+    # it is turned back on.
+    with BULK_IMPORTS.one():
+        records = parse_batch(body)
+        with service.db.write() as conn:
+            saved = import_batch(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create)
+        types, count = imported_types(records), len(records)
+        del records
+    statistics.after_bulk_load(service.db, types, count)
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
     return json_response([{"saved": saved}])
 
