@@ -42,16 +42,24 @@ def serve(
     config: ConfigOption = None,
 ):
     """Start the API (migrating the database and creating the admin user on first start)."""
+    import multiprocessing
+
     import uvicorn
 
-    from fonds.app import open_services
     from fonds.log_config import uvicorn_log_config
 
     settings = _settings(config)
     if config is not None:
         os.environ["FONDS_CONFIG"] = str(config.resolve())
-    # Migrate and bootstrap once here, so that workers start on a ready database.
-    open_services(settings).db.dispose()
+    # Migrate and bootstrap once here, so that workers start on a ready database, and in a child
+    # process: the server then never holds what a first start loads and builds (Alembic, the
+    # seeded records and lists; a third of its memory at start).
+    preparing = multiprocessing.get_context("spawn").Process(target=_prepare_database, args=(config,), name="fonds-prepare")
+    preparing.start()
+    preparing.join()
+    if preparing.exitcode != 0:
+        console.print("[red]The database could not be prepared[/red] (the error is above)")
+        raise typer.Exit(1)
     console.print(f"Fonds listening on http://{host}:{port} (database: {settings.effective_database_url.split('://')[0]})")
     uvicorn.run(
         "fonds.app:app_from_environment",
@@ -64,6 +72,12 @@ def serve(
         # The app writes its own (fonds.api.access_log), the same lines at a fraction of the cost.
         access_log=False,
     )
+
+
+def _prepare_database(config: Path | None) -> None:
+    from fonds.app import open_services
+
+    open_services(_settings(config)).db.dispose()
 
 
 @db_cli.command("upgrade")

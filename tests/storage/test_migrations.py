@@ -59,6 +59,14 @@ def test_database_is_at_the_head_revision(app):
     db = app.state.fonds.db
     assert migrate.head_revision() is not None
     assert migrate.current_revision(db) == migrate.head_revision()
+    with db.engine.connect() as conn:
+        assert migrate.database_heads(db) == frozenset(MigrationContext.configure(conn).get_current_heads())
+
+
+def test_the_shipped_heads_read_from_the_scripts_are_alembics():
+    from alembic.script import ScriptDirectory
+
+    assert migrate.script_heads() == frozenset(ScriptDirectory.from_config(migrate.alembic_config()).get_heads())
 
 
 def test_every_registered_table_exists(app):

@@ -1,33 +1,68 @@
-"""Applying the Alembic migrations (at start, and by `fonds db upgrade`)."""
+"""Applying the Alembic migrations (at start, and by `fonds db upgrade`).
+
+Alembic (with Mako and Pygments, which it imports) is loaded only when a migration runs: a
+server starting on a database already at head (every start but the first) reads the heads of
+the shipped scripts from their source and the database's revisions with one query, and keeps
+the ~11 MB those modules would hold for the life of the process."""
 
 from __future__ import annotations
 
+import ast
 from functools import cache
 from importlib import resources
 
-from alembic import command
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
 
 from fonds.storage.db import Database
 
+VERSION_TABLE = "alembic_version"
 
-def alembic_config() -> Config:
+
+def alembic_config():
+    from alembic.config import Config
+
     config = Config()
-    config.set_main_option("script_location", str(resources.files("fonds.storage") / "migrations"))
+    config.set_main_option("script_location", str(_scripts()))
     return config
 
 
+def _scripts():
+    return resources.files("fonds.storage") / "migrations"
+
+
 @cache
-def _script_heads() -> frozenset[str]:
-    """The head revision(s) of the migration scripts shipped with this code (read once per process)."""
-    return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+def script_heads() -> frozenset[str]:
+    """The head revision(s) of the migration scripts shipped with this code: the revisions no
+    other script names as its `down_revision` (read once per process)."""
+    revisions, parents = set(), set()
+    for script in (_scripts() / "versions").iterdir():
+        if script.name.endswith(".py"):
+            found = _assignments(script.read_text(), ("revision", "down_revision"))
+            revisions.add(found["revision"])
+            down = found.get("down_revision")
+            parents.update(down if isinstance(down, tuple | list) else [down] if down else [])
+    return frozenset(revisions - parents)
+
+
+def _assignments(source: str, names: tuple[str, ...]) -> dict:
+    """The literal values a module assigns to `names` at its top level (`x = 1` or `x: str = "1"`)."""
+    found = {}
+    for node in ast.parse(source).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id in names and node.value is not None:
+            found[target.id] = ast.literal_eval(node.value)
+    return found
+
+
+def database_heads(db: Database) -> frozenset[str]:
+    with db.engine.connect() as conn:
+        if not inspect(conn).has_table(VERSION_TABLE):
+            return frozenset()
+        return frozenset(conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())
 
 
 def is_at_head(db: Database) -> bool:
-    with db.engine.connect() as conn:
-        return frozenset(MigrationContext.configure(conn).get_current_heads()) == _script_heads()
+    return database_heads(db) == script_heads()
 
 
 def upgrade(db: Database) -> None:
@@ -35,6 +70,8 @@ def upgrade(db: Database) -> None:
     # every migration script and env.py.
     if is_at_head(db):
         return
+    from alembic import command
+
     config = alembic_config()
     with db.engine.connect().execution_options(fonds_write=True) as conn:
         if db.kind == "postgresql":
@@ -50,9 +87,10 @@ def upgrade(db: Database) -> None:
 
 
 def current_revision(db: Database) -> str | None:
-    with db.engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+    heads = database_heads(db)
+    return next(iter(heads)) if len(heads) == 1 else None
 
 
 def head_revision() -> str | None:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    heads = script_heads()
+    return next(iter(heads)) if len(heads) == 1 else None
