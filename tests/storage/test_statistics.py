@@ -9,12 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import text
 
-from fonds.storage.statistics import BULK_LOAD_RECORDS
+from fonds.storage.statistics import BULK_LOAD_RECORDS, wait_until_analysed
 from tests.factories import Api, new_client
 
 
 def analysed_tables(app) -> set[str]:
     db = app.state.fonds.db
+    assert wait_until_analysed(db, 60)  # a request's load is analysed in the background
     with db.engine.connect() as conn:
         if db.kind == "postgresql":
             query = "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)"
@@ -39,6 +40,7 @@ def test_a_bulk_load_leaves_the_tables_it_wrote_analysed(app, api, repo):
 
 
 def accession_statistics(app):
+    assert wait_until_analysed(app.state.fonds.db, 60)
     with app.state.fonds.db.engine.connect() as conn:
         return sorted(conn.execute(text("SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'accession'")).all())
 

@@ -51,7 +51,7 @@ def batch_import(
             saved = import_batch(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create)
         types, count = imported_types(records), len(records)
         del records
-    statistics.after_bulk_load(service.db, types, count)
+    statistics.after_bulk_load(service.db, types, count, background=True)
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
     return json_response([{"saved": saved}])
 

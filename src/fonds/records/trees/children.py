@@ -75,7 +75,7 @@ def add_children(service, target_type, target_id: int, repo_id: int, body: bytes
         if target is None:
             raise NotFound(target_type.not_found())
         create_many(service, conn, service.registry[target_type.tree.node], prepared, repo_id=repo_id, actor=actor)
-    statistics.after_bulk_load(service.db, [target_type.tree.node], len(prepared))
+    statistics.after_bulk_load(service.db, [target_type.tree.node], len(prepared), background=True)
     return updated(target_id, target.lock_version)
 
 
