@@ -74,6 +74,8 @@ class Batch:
         self.memo: dict = {}
         self._pending: list[_Derived] = []
         self._pending_keys: set[tuple[str, int]] = set()
+        # (type name, id) of every record the batch creates (no other transaction sees them).
+        self.members: set[tuple[str, int]] = set()
 
     def allocate(self, record_type: RecordType, count: int) -> list[int]:
         return store.allocate_ids(self.conn, self.tables[record_type.name], count)
@@ -88,6 +90,7 @@ class Batch:
         schemas = self.service.schemas
         uris = [item.record_type.uri(item.record_id, item.repo_id) for item in items]
         in_batch = {(item.record_type.name, item.record_id): item.repo_id for item in items}
+        self.members.update(in_batch)
         requests = [(find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id) for item in items]
         links, errors = refs.check_many(self.conn, self.registry, requests, in_batch)
         for item, found in zip(items, errors):

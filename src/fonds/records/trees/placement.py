@@ -50,6 +50,8 @@ def place(ctx, doc: dict) -> None:
     requested = doc.pop("position", None)
     old = ctx.existing
     target = siblings_of(spec, table, root_id, parent_id)
+    if ctx.batch is not None:
+        _remember_new_list(ctx, spec, target)
     same_list = old is not None and (getattr(old, spec.root_column), old.parent_id) == (root_id, parent_id)
     lists = [target] if old is None or same_list else [target, siblings_of(spec, table, getattr(old, spec.root_column), old.parent_id)]
     positions.lock_siblings(conn, ctx.tables, spec, lists)
@@ -88,6 +90,16 @@ def _remember_new_node(ctx, spec, table, root_id: int | None) -> None:
     ctx.batch.memo[("root_of", spec.node, ctx.record_id)] = root_id
     ctx.batch.memo[("slot", table.name, root_id, ctx.record_id)] = positions.BEFORE_FIRST
     ctx.conn.info.setdefault("fonds_locked", set()).add((spec.node, ctx.record_id))
+
+
+def _remember_new_list(ctx, spec, target: Siblings) -> None:
+    """A sibling list whose owner (a parent node, or the root for top-level nodes) the batch
+    creates: empty, and seen by no other transaction, so neither read nor locked."""
+    owner = (spec.node, target.parent_id) if target.parent_id is not None else (spec.root, target.root_id)
+    key = ("slot", target.table.name, target.root_id, target.parent_id)
+    if owner in ctx.batch.members and key not in ctx.batch.memo:
+        ctx.batch.memo[key] = positions.BEFORE_FIRST
+        ctx.conn.info.setdefault("fonds_locked", set()).add(owner)
 
 
 def _batch_slot(ctx, target: Siblings, requested) -> int:
