@@ -122,23 +122,24 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
     assert not (tmp_path / "serve-data" / "initial-admin-password").exists()
 
 
-def test_serve_refuses_a_bad_setting(tmp_path):
+def serve_until_it_exits(tmp_path, **settings) -> subprocess.CompletedProcess:
+    """`fonds serve` with these FONDS_* settings (and a data directory), for a start that fails."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
-    env.update(FONDS_DATA_DIR=str(tmp_path / "data"), FONDS_DEFAULT_PAGE_SIZE="many")
-    result = subprocess.run(
+    env.update(FONDS_DATA_DIR=str(tmp_path / "data"), **settings)
+    return subprocess.run(
         [sys.executable, "-m", "fonds", "serve", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60
     )
+
+
+def test_serve_refuses_a_bad_setting(tmp_path):
+    result = serve_until_it_exits(tmp_path, FONDS_DEFAULT_PAGE_SIZE="many")
     assert result.returncode == 2
     assert "FONDS_DEFAULT_PAGE_SIZE" in result.stderr
 
 
 def test_serve_stops_with_a_message_when_the_database_cannot_be_prepared(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
     # Port 1 on loopback: nothing listens there, so the connection is refused at once.
-    env.update(FONDS_DATA_DIR=str(tmp_path / "data"), FONDS_DATABASE_URL="postgresql://fonds@127.0.0.1:1/none")
-    result = subprocess.run(
-        [sys.executable, "-m", "fonds", "serve", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=60
-    )
+    result = serve_until_it_exits(tmp_path, FONDS_DATABASE_URL="postgresql://fonds@127.0.0.1:1/none")
     assert result.returncode == 1
     assert "Connection refused" in result.stderr and "The database could not be prepared" in result.stderr
 

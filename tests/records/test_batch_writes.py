@@ -14,6 +14,18 @@ ITEMS_PER_SERIES = 8
 ACCESSIONS = 26
 
 
+def node(base: str, key: str, title: str, level: str, resource: str, parent: str | None = None) -> dict:
+    """An archival object of a batch, named `tmp_<key>`, under `tmp_<parent>` or at the top."""
+    found = {
+        "jsonmodel_type": "archival_object",
+        "uri": f"{base}/archival_objects/tmp_{key}",
+        "title": title,
+        "level": level,
+        "resource": {"ref": resource},
+    }
+    return found | ({"parent": {"ref": f"{base}/archival_objects/tmp_{parent}"}} if parent is not None else {})
+
+
 def big_archive(repo: int) -> list[dict]:
     """A resource, subjects, series under it and items under each series (children listed first),
     accessions: 300 records referring to each other by temporary URIs."""
@@ -22,27 +34,9 @@ def big_archive(repo: int) -> list[dict]:
     records = []
     for s in range(SERIES):
         for i in range(ITEMS_PER_SERIES):
-            records.append(
-                {
-                    "jsonmodel_type": "archival_object",
-                    "uri": f"{base}/archival_objects/tmp_{s}_{i}",
-                    "title": f"Batchwrite item {s}-{i}",
-                    "level": "item",
-                    "resource": {"ref": resource},
-                    "parent": {"ref": f"{base}/archival_objects/tmp_{s}"},
-                    "subjects": [{"ref": f"/subjects/tmp_s{i % 3}"}],
-                }
-            )
-    records += [
-        {
-            "jsonmodel_type": "archival_object",
-            "uri": f"{base}/archival_objects/tmp_{s}",
-            "title": f"Batchwrite series {s}",
-            "level": "series",
-            "resource": {"ref": resource},
-        }
-        for s in range(SERIES)
-    ]
+            item = node(base, f"{s}_{i}", f"Batchwrite item {s}-{i}", "item", resource, parent=str(s))
+            records.append({**item, "subjects": [{"ref": f"/subjects/tmp_s{i % 3}"}]})
+    records += [node(base, str(s), f"Batchwrite series {s}", "series", resource) for s in range(SERIES)]
     records.append({"jsonmodel_type": "resource", "uri": resource, "title": "Batchwrite papers", "id_0": "BW-1", "level": "collection"})
     records += [
         {
@@ -166,27 +160,11 @@ def collection(base: str, name: str, series: int, files: int) -> list[dict]:
     """A resource with series and files under each, listed deepest first."""
     resource = f"{base}/resources/tmp_{name}"
     nodes = [
-        {
-            "jsonmodel_type": "archival_object",
-            "uri": f"{base}/archival_objects/tmp_{name}_{s}_{f}",
-            "title": f"{name} file {s}-{f}",
-            "level": "file",
-            "resource": {"ref": resource},
-            "parent": {"ref": f"{base}/archival_objects/tmp_{name}_{s}"},
-        }
+        node(base, f"{name}_{s}_{f}", f"{name} file {s}-{f}", "file", resource, parent=f"{name}_{s}")
         for s in range(series)
         for f in range(files)
     ]
-    nodes += [
-        {
-            "jsonmodel_type": "archival_object",
-            "uri": f"{base}/archival_objects/tmp_{name}_{s}",
-            "title": f"{name} series {s}",
-            "level": "series",
-            "resource": {"ref": resource},
-        }
-        for s in range(series)
-    ]
+    nodes += [node(base, f"{name}_{s}", f"{name} series {s}", "series", resource) for s in range(series)]
     return [*nodes, {"jsonmodel_type": "resource", "uri": resource, "title": f"{name} papers", "id_0": name, "level": "collection"}]
 
 
