@@ -66,7 +66,7 @@ def place(ctx, doc: dict) -> None:
     ctx.columns.update({spec.root_column: root_id, "parent_id": parent_id, "position": position})
     if old is None:
         if ctx.batch is not None:
-            _remember_new_node(ctx, spec, table, root_id)
+            _remember_new_node(ctx, spec, root_id)
         return
     if getattr(old, spec.root_column) != root_id:
         _move_descendants(ctx, spec, doc, root_id)
@@ -83,18 +83,16 @@ def _root_of(ctx, table, spec, parent_id: int) -> int | None:
     return memo[key]
 
 
-def _remember_new_node(ctx, spec, table, root_id: int | None) -> None:
-    """A node created in this batch: its root is known, nothing lies below it yet (its children
-    in the batch start at the first slot, no query), and no other transaction can see it, so it
-    needs no lock as the owner of a sibling list."""
+def _remember_new_node(ctx, spec, root_id: int | None) -> None:
+    """A node created in this batch: its root is known to its children without a query (its own
+    list of children is a new list, `_remember_new_list`)."""
     ctx.batch.memo[("root_of", spec.node, ctx.record_id)] = root_id
-    ctx.batch.memo[("slot", table.name, root_id, ctx.record_id)] = positions.BEFORE_FIRST
-    ctx.conn.info.setdefault("fonds_locked", set()).add((spec.node, ctx.record_id))
 
 
 def _remember_new_list(ctx, spec, target: Siblings) -> None:
     """A sibling list whose owner (a parent node, or the root for top-level nodes) the batch
-    creates: empty, and seen by no other transaction, so neither read nor locked."""
+    creates: empty (its first node takes the first slot, no query), and seen by no other
+    transaction, so its owner needs no lock."""
     owner = (spec.node, target.parent_id) if target.parent_id is not None else (spec.root, target.root_id)
     key = ("slot", target.table.name, target.root_id, target.parent_id)
     if owner in ctx.batch.members and key not in ctx.batch.memo:
