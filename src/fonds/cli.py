@@ -157,7 +157,7 @@ def import_records(
 
     from fonds.bootstrap import SYSTEM
     from fonds.errors import FondsError
-    from fonds.records.imports import import_batch, imported_types
+    from fonds.records.imports import import_batch
     from fonds.storage import statistics
 
     try:
@@ -170,7 +170,7 @@ def import_records(
     try:
         with Progress(*columns, console=console) as bar, services.db.write() as conn:
             task = bar.add_task("import", total=len(records) if isinstance(records, list) else 0)
-            saved = import_batch(
+            imported = import_batch(
                 services.records,
                 conn,
                 records,
@@ -179,14 +179,14 @@ def import_records(
                 may_create=lambda record_type: True,
                 progress=lambda done: bar.update(task, completed=done),
             )
-        statistics.after_bulk_load(services.db, imported_types(records), len(records))
+        statistics.after_bulk_load(services.db, imported.types, imported.count)
     except FondsError as exc:
         console.print(f"[red]Nothing imported:[/red] {orjson.dumps(exc.body()['error']).decode()}")
         raise typer.Exit(1) from None
     finally:
         services.db.dispose()
-    out.print(f"Imported {len(records)} records into repository {repository}")
-    out.print_json(data={"saved": saved})
+    out.print(f"Imported {imported.count} records into repository {repository}")
+    out.print_json(data={"saved": imported.saved})
 
 
 def _list_change():

@@ -9,7 +9,7 @@ from fonds.api.deps import RawBody, Services, require
 from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.auth.permissions import has_permission
 from fonds.errors import BadRequest
-from fonds.records.imports import BULK_IMPORTS, import_batch, imported_types
+from fonds.records.imports import BULK_IMPORTS, import_batch
 from fonds.records.service import Actor
 from fonds.storage import statistics
 
@@ -46,14 +46,11 @@ def batch_import(
     # large body, all young, are walked again and again as they are made, then once more when
     # it is turned back on.
     with BULK_IMPORTS.one():
-        records = parse_batch(body)
         with service.db.write() as conn:
-            saved = import_batch(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create)
-        types, count = imported_types(records), len(records)
-        del records
-    statistics.after_bulk_load(service.db, types, count, background=True)
+            imported = import_batch(service, conn, parse_batch(body), repo_id=repo_id, actor=actor, may_create=may_create)
+    statistics.after_bulk_load(service.db, imported.types, imported.count, background=True)
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
-    return json_response([{"saved": saved}])
+    return json_response([{"saved": imported.saved}])
 
 
 def register(router: APIRouter) -> None:

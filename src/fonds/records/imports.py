@@ -31,12 +31,21 @@ FIELD = "batch_import"
 class Entry:
     index: int
     record_type: RecordType
-    doc: dict
     temporary_uri: str | None
-    # The record serialised once: its refs are found and replaced on these bytes.
+    # The record serialised once: its refs are found and replaced on these bytes, and it is
+    # parsed again from them (the client's parsed record is not kept).
     raw: bytes = b""
     # Its ref values as they stand in `raw` (JSON-escaped, without the quotes).
     found: list[bytes] = field(default_factory=list)
+
+
+@dataclass
+class Imported:
+    """{temporary URI: [URI, id]}, and the record types and number of records imported."""
+
+    saved: dict[str, list]
+    types: set[str]
+    count: int
 
 
 # A ref in a record serialised by orjson (compact): `"ref":"<uri>"`. Inside a JSON string every
@@ -69,7 +78,9 @@ def _substituted(entry: Entry, created: dict[bytes, bytes]) -> dict:
 
 
 def parse_entries(registry, records) -> list[Entry]:
-    """Each record's type and temporary URI, checked before anything is written."""
+    """Each record's type and temporary URI, checked before anything is written. Empties
+    `records` once each is serialised: a parsed record is several times its JSON's size, and a
+    batch's would otherwise be held until the batch is written, beside its validated copies."""
     if not isinstance(records, list) or not records:
         raise Invalid({FIELD: ["Must be a non-empty JSON array of records"]})
     entries, seen = [], set()
@@ -91,7 +102,8 @@ def parse_entries(registry, records) -> list[Entry]:
         if uri:
             seen.add(uri)
         raw = orjson.dumps(doc)
-        entries.append(Entry(index, record_type, doc, uri or None, raw, _REF.findall(raw)))
+        entries.append(Entry(index, record_type, uri or None, raw, _REF.findall(raw)))
+    records.clear()
     return entries
 
 
@@ -173,15 +185,16 @@ BULK_IMPORTS = BulkImports()
 
 def import_batch(
     service, conn, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
-) -> dict[str, list]:
-    """Create every record in the caller's transaction as one batch; returns {temporary URI: [URI, id]}.
+) -> Imported:
+    """Create every record in the caller's transaction as one batch. Takes `records` over: the
+    list is emptied as the import goes (`parse_entries`).
 
     Ids are allocated first, so every temporary ref is replaced before any record is validated."""
     with BULK_IMPORTS.one(), bulk_page_cache(conn):
         return _import(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
 
 
-def _import(service, conn, records, *, repo_id: int, actor, may_create, progress) -> dict[str, list]:
+def _import(service, conn, records, *, repo_id: int, actor, may_create, progress) -> Imported:
     entries = parse_entries(service.registry, records)
     for entry in entries:
         if not may_create(entry.record_type):
@@ -209,9 +222,5 @@ def _import(service, conn, records, *, repo_id: int, actor, may_create, progress
             raise nested_under(error, label) from None
         items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index]))
     batch.create(items, progress=progress)
-    return {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
-
-
-def imported_types(records: list) -> set[str]:
-    """The record types of an imported batch (after a successful import, so all known)."""
-    return {doc["jsonmodel_type"] for doc in records}
+    saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
+    return Imported(saved, {e.record_type.name for e in entries}, len(entries))
