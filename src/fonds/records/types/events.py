@@ -66,7 +66,7 @@ def linked_events(conn, record_type: str, ids: list[int]) -> list[dict]:
 
 def linked_events_sql(dialect: str, record_type: str, row: str) -> str:
     """`linked_events` of the record of `record_type` whose row is aliased `row`, as a scalar
-    subquery yielding the JSON text `linked_events` gives (refs hold digits only: nothing to escape)."""
+    expression yielding the JSON text `linked_events` gives (refs hold digits only: nothing to escape)."""
     ref = """'{"ref":"/repositories/' || e.repo_id || '/events/' || e.id || '"}'"""
     linking = (
         f"SELECT source_id FROM record_link WHERE source_type = '{EVENT}' AND target_type = '{record_type}'"
@@ -77,7 +77,10 @@ def linked_events_sql(dialect: str, record_type: str, row: str) -> str:
         return f"SELECT '[' || coalesce(string_agg({ref}, ',' ORDER BY e.id), '') || ']' {events}"
     # SQLite (before 3.44) has no ORDER BY in aggregates: group_concat takes the rows in the
     # order its input gives them, ordered by a subquery that LIMIT -1 (none) keeps ordered.
-    return f"SELECT '[' || coalesce(group_concat(ref, ','), '') || ']' FROM (SELECT {ref} AS ref {events} ORDER BY e.id LIMIT -1)"
+    listed = f"SELECT '[' || coalesce(group_concat(ref, ','), '') || ']' FROM (SELECT {ref} AS ref {events} ORDER BY e.id LIMIT -1)"
+    # Most records have no linked events, and probing the link index is cheaper than building an
+    # empty list through the ordered subquery (a page of 10 accessions: 17.6 -> 10.8 µs).
+    return f"CASE WHEN EXISTS ({linking}) THEN ({listed}) ELSE '[]' END"
 
 
 def _linked_record_uris(doc: dict, _) -> list[str]:
