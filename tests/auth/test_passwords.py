@@ -7,11 +7,14 @@ import dataclasses
 import os
 import subprocess
 import sys
+import time
 
+import pytest
 from argon2 import PasswordHasher
+from argon2.low_level import ffi
 from sqlalchemy import select, update
 
-from fonds.auth import passwords
+from fonds.auth import argon2_memory, passwords
 from fonds.auth.passwords import HashingGate
 from tests.factories import ADMIN_PASSWORD, new_client
 
@@ -34,11 +37,58 @@ def login(app):
     return new_client(app).post("/users/admin/login", data={"password": ADMIN_PASSWORD})
 
 
-def test_hashes_use_owasps_argon2id_parameters():
+def test_hashes_use_owasps_argon2id_parameters_in_argon2s_standard_encoding():
     # In a process of its own: the test session swaps in argon2's cheapest parameters.
-    code = "from fonds.auth.passwords import hash_password; print(hash_password('a password'))"
+    code = """
+from argon2 import PasswordHasher
+from fonds.auth.passwords import OWASP, hash_password, verify_password
+made = hash_password('a password')
+theirs = PasswordHasher.from_parameters(OWASP)
+print(made)
+print(theirs.verify(made, 'a password'), verify_password(theirs.hash('another'), 'another'), verify_password(theirs.hash('another'), 'a password'))
+"""
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
-    assert result.stdout.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    made, checks = result.stdout.splitlines()
+    assert made.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert checks == "True True False"
+
+
+def test_hashes_made_here_and_by_argon2_cffi_check_against_each_other():
+    made = passwords.hash_password("correct horse")
+    assert passwords._hasher.verify(made, "correct horse")
+    assert passwords.verify_password(passwords._hasher.hash("battery staple"), "battery staple")
+    assert not passwords.verify_password(made, "Correct horse")
+    assert not passwords.verify_password(made[:-2] + ("AA" if not made.endswith("AA") else "BB"), "correct horse")
+    for broken in ("", "not a hash", made.rsplit("$", 1)[0] + "$!!!", None):
+        assert not passwords.verify_password(broken, "correct horse")
+
+
+def resident_pages(address: int, size: int) -> int:
+    """How many pages of this process's memory at `address` are resident (/proc/self/pagemap's
+    present bit, readable without privileges)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/self/pagemap", "rb") as pagemap:
+        pagemap.seek(address // page * 8)
+        entries = pagemap.read(-(-size // page) * 8)
+    return sum(int.from_bytes(entries[i : i + 8], "little") >> 63 for i in range(0, len(entries), 8))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/pagemap")
+def test_the_hashing_memory_goes_back_once_no_hash_has_been_in_flight_for_a_moment(app, monkeypatch):
+    monkeypatch.setattr(passwords._InFlight, "IDLE_SECONDS", 0.2)
+    assert login(app).status_code == 200
+    scratches = [s for s in argon2_memory._scratches if s.memory is not None]
+    assert scratches
+
+    def resident() -> int:
+        return sum(resident_pages(int(ffi.cast("uintptr_t", s.buffer)), len(s.memory)) for s in scratches)
+
+    assert resident() > 0  # kept for the next login meanwhile
+    deadline = time.monotonic() + 5
+    while resident() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert resident() == 0
+    assert login(app).status_code == 200  # and used again
 
 
 def test_a_hash_with_older_parameters_still_logs_in_and_is_replaced(app):

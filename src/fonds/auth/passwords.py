@@ -2,20 +2,22 @@
 
 OWASP's Password Storage Cheat Sheet: argon2id with 19 MiB of memory, 2 iterations, parallelism
 1. Each hash holds its memory while it runs, so hashing happens on `HASHING_THREADS` threads of
-its own: at most that many hashes at once, and only those threads' allocator arenas ever hold
-the memory (spread over every request thread, freed arenas kept ~20 MB each and RSS climbed past
-600 MB under concurrent logins). `HashingGate` keeps the requests waiting for a turn off the
-request threads, so other requests keep being served."""
+its own: at most that many hashes at once (spread over every request thread, RSS climbed past
+600 MB under concurrent logins). Each of those threads keeps its 19 MiB between hashes and gives
+the pages back when no hash is in flight (`fonds.auth.argon2_memory`). `HashingGate` keeps the
+requests waiting for a turn off the request threads, so other requests keep being served."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from argon2 import PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError
 from argon2.profiles import Parameters
 
+from fonds.auth import argon2_memory
 from fonds.errors import ServiceBusy
 
 OWASP = Parameters(type=Type.ID, version=19, salt_len=16, hash_len=32, time_cost=2, memory_cost=19 * 1024, parallelism=1)
@@ -30,17 +32,51 @@ _threads = ThreadPoolExecutor(HASHING_THREADS, thread_name_prefix="argon2")
 _DUMMY_HASH = _hasher.hash("fonds-timing-equaliser")
 
 
+class _InFlight:
+    """Hashes submitted and not yet answered. Once none has been for `IDLE_SECONDS`, the hashing
+    threads' memory goes back to the system: logins one after another reuse it, and at rest
+    none is held."""
+
+    IDLE_SECONDS = 1.0
+
+    def __init__(self):
+        self.lock, self.count, self.timer = threading.Lock(), 0, None
+
+    def run(self, work, *args):
+        with self.lock:
+            self.count += 1
+        try:
+            return _threads.submit(work, *args).result()
+        finally:
+            with self.lock:
+                self.count -= 1
+                if self.count == 0 and self.timer is None:
+                    self.timer = threading.Timer(self.IDLE_SECONDS, self._give_back)
+                    self.timer.daemon = True
+                    self.timer.start()
+
+    def _give_back(self) -> None:
+        with self.lock:
+            self.timer = None
+            if self.count:
+                return  # a hash started meanwhile: the timer set when it ends will do it
+        argon2_memory.drop_idle_pages()
+
+
+_in_flight = _InFlight()
+
+
 def hash_password(password: str) -> str:
-    return _threads.submit(_hasher.hash, password).result()
+    return _in_flight.run(argon2_memory.hash_password, _hasher, password)
 
 
 def verify_password(password_hash: str | None, password: str) -> bool:
-    return _threads.submit(_verify, password_hash, password).result()
+    return _in_flight.run(_verify, password_hash, password)
 
 
 def _verify(password_hash: str | None, password: str) -> bool:
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return argon2_memory.verify_password(_hasher, password_hash or _DUMMY_HASH, password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
