@@ -80,13 +80,22 @@ def _free(memory, size):
     pass  # kept for the next hash; `drop_idle_pages` gives its pages back
 
 
-try:
-    _callbacks = {
-        "allocate_cbk": ffi.callback("int(uint8_t **, size_t)", _allocate),
-        "free_cbk": ffi.callback("void(uint8_t *, size_t)", _free),
-    }
-except (MemoryError, OSError):  # a system that refuses executable memory to libffi: malloc's then
-    _callbacks = {"allocate_cbk": ffi.NULL, "free_cbk": ffi.NULL}
+def _callbacks() -> dict:
+    """argon2's allocation callbacks; NULL ones (argon2 then uses malloc) where private mappings
+    cannot be dropped (no `MADV_DONTNEED`) or libffi may not make callbacks (no executable memory)."""
+    if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            return {
+                # A failure inside the callback tells argon2 the allocation failed (no hash made).
+                "allocate_cbk": ffi.callback("int(uint8_t **, size_t)", _allocate, error=lib.ARGON2_MEMORY_ALLOCATION_ERROR),
+                "free_cbk": ffi.callback("void(uint8_t *, size_t)", _free),
+            }
+        except (MemoryError, OSError):
+            pass
+    return {"allocate_cbk": ffi.NULL, "free_cbk": ffi.NULL}
+
+
+_CALLBACKS = _callbacks()
 
 
 def drop_idle_pages() -> None:
@@ -118,7 +127,7 @@ def raw_hash(password: bytes, salt: bytes, p: Parameters) -> bytes:
             "lanes": p.parallelism,
             "threads": p.parallelism,
             "version": p.version,
-            **_callbacks,
+            **_CALLBACKS,
             "flags": lib.ARGON2_DEFAULT_FLAGS,
         },
     )
