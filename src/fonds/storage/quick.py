@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from sqlalchemy.engine import make_url
 
-from fonds.storage.db import pg_options
+from fonds.storage.db import SQLITE_CACHE_KIB, pg_options
 
 # Idle connections kept: concurrent users are the event loop plus the odd request thread.
 KEEP = 8
@@ -74,6 +74,7 @@ class QuickReads:
         conn = sqlite3.connect(self._target, isolation_level=None, check_same_thread=False, cached_statements=512)
         conn.execute("PRAGMA query_only=1")
         conn.execute("PRAGMA busy_timeout=0")
+        conn.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         return conn
 
     def _dialect_sql(self, sql: str) -> str:
