@@ -2,10 +2,10 @@
 
 Much of what the server allocates is native: SQLite's page caches, tantivy's indexing buffers,
 the compiled schemas. glibc gives each thread that allocates while another holds an arena a new
-one (up to 8 per core), and keeps what is freed in each: with ~20
-threads, RSS settled 50 MB above what a process with 2 arenas holds after the same work. And
-what is freed in the middle of an arena stays in RSS until `malloc_trim`: the server calls it
-after start-up and then every few seconds (`release_free_memory`).
+one (up to 8 per core), and keeps what is freed in each: with ~20 threads, RSS settled 50 MB
+above what a process with 2 arenas holds after the same work. And what is freed in the middle
+of an arena stays in RSS until `malloc_trim`: the server calls it after start-up and then every
+few seconds (`release_free_memory`).
 
 The thresholds are fixed (glibc otherwise raises them to the largest block freed, and then keeps
 that much free for good): blocks of 4 MiB and more are mapped on their own and go back when freed,

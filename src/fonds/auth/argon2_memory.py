@@ -21,7 +21,7 @@ import mmap
 import os
 import threading
 
-from argon2 import PasswordHasher, Type, extract_parameters
+from argon2 import PasswordHasher, extract_parameters
 from argon2.exceptions import InvalidHashError
 from argon2.low_level import ARGON2_VERSION, ffi, lib
 from argon2.profiles import Parameters
@@ -168,7 +168,7 @@ def hash_password(hasher: PasswordHasher, password: str) -> str:
 def verify_password(hasher: PasswordHasher, password_hash: str, password: str) -> bool:
     """Whether `password` matches; InvalidHashError for a string that is no argon2 hash."""
     p = extract_parameters(password_hash)
-    if p != parameters(hasher) or p.type is not Type.ID:
+    if p != parameters(hasher):
         return hasher.verify(password_hash, password)  # another hasher's: argon2-cffi's own check
     try:
         salt, digest = (_unb64(part) for part in password_hash.rsplit("$", 2)[1:])

@@ -71,9 +71,10 @@ def _configure_sqlite(engine: Engine) -> None:
         driver.rows(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-# A bulk write's page cache (a connection's is SQLITE_CACHE_KIB): a transaction whose changed pages outgrow
-# the cache writes them out and reads them back as it goes, which about doubled the time a large
-# insert took. Only for the transaction's length: the connection returns to the pool at the default.
+# A bulk write's page cache (a connection's is SQLITE_CACHE_KIB): a transaction whose changed
+# pages outgrow the cache writes them out and reads them back as it goes, which about doubled the
+# time a large insert took. Only for the transaction's length: the connection returns to the pool
+# with the cache it had.
 BULK_CACHE_KIB = 64 * 1024
 
 
