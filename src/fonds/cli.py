@@ -168,11 +168,10 @@ def import_records(
     services = _services(config)
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(show_speed=True), TimeRemainingColumn())
     try:
-        with Progress(*columns, console=console) as bar, services.db.write() as conn:
+        with Progress(*columns, console=console) as bar:
             task = bar.add_task("import", total=len(records) if isinstance(records, list) else 0)
             imported = import_batch(
                 services.records,
-                conn,
                 records,
                 repo_id=repository,
                 actor=SYSTEM,

@@ -214,6 +214,35 @@ def test_whole_collections_of_one_batch_keep_their_trees_and_take_later_children
     assert [(entry["title"], entry["position"]) for entry in pages] == [("Page 0", 0), ("Page 1", 1), ("Page 2", 2)]
 
 
+def test_a_later_import_appends_to_stored_lists_after_their_last_node(api, repo):
+    base = f"/repositories/{repo}"
+    first = import_records(api, repo, collection(base, "BW-L1", 2, 3))
+    assert first.status_code == 200, first.text
+    created = {temporary: uri for temporary, (uri, _) in first.json()[-1]["saved"].items()}
+    resource, series = created[f"{base}/resources/tmp_BW-L1"], created[f"{base}/archival_objects/tmp_BW-L1_0"]
+
+    def later(key: str, title: str, parent: str | None = None, **extra) -> dict:
+        record = {"jsonmodel_type": "archival_object", "uri": f"{base}/archival_objects/tmp_{key}", "title": title, "level": "file"}
+        return record | {"resource": {"ref": resource}} | ({"parent": {"ref": parent}} if parent else {}) | extra
+
+    # Under a stored parent, at the top of a stored resource, at a position asked for, and
+    # under a parent of the same import.
+    second = [
+        later("a", "Later 0", series),
+        later("top", "Later series"),
+        later("b", "Later 1", series),
+        later("first", "Asked first", series, position=0),
+        later("c", "Under later series", f"{base}/archival_objects/tmp_top"),
+    ]
+    response = import_records(api, repo, second)
+    assert response.status_code == 200, response.text
+    files = [f"BW-L1 file 0-{f}" for f in range(3)]
+    assert titles_in_order(api, resource, series) == ["Asked first", *files, "Later 0", "Later 1"]
+    assert titles_in_order(api, resource) == ["BW-L1 series 0", "BW-L1 series 1", "Later series"]
+    top = {temporary: uri for temporary, (uri, _) in response.json()[-1]["saved"].items()}[f"{base}/archival_objects/tmp_top"]
+    assert titles_in_order(api, resource, top) == ["Under later series"]
+
+
 def test_batch_children_take_positions_in_order_after_the_existing_ones(api, repo):
     resource = api.create(f"/repositories/{repo}/resources", {"jsonmodel_type": "resource", "title": "Children"})["uri"]
     add_children(api, resource, [f"First {n}" for n in range(40)])

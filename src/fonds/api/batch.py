@@ -46,8 +46,7 @@ def batch_import(
     # large body, all young, are walked again and again as they are made, then once more when
     # it is turned back on.
     with BULK_IMPORTS.one():
-        with service.db.write() as conn:
-            imported = import_batch(service, conn, parse_batch(body), repo_id=repo_id, actor=actor, may_create=may_create)
+        imported = import_batch(service, parse_batch(body), repo_id=repo_id, actor=actor, may_create=may_create)
     statistics.after_bulk_load(service.db, imported.types, imported.count, background=True)
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
     return json_response([{"saved": imported.saved}])

@@ -184,33 +184,54 @@ BULK_IMPORTS = BulkImports()
 
 
 def import_batch(
-    service, conn, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
+    service, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
 ) -> Imported:
-    """Create every record in the caller's transaction as one batch. Takes `records` over: the
-    list is emptied as the import goes (`parse_entries`).
+    """Create every record in one write transaction of its own: all or none. Takes `records`
+    over: the list is emptied as the import goes (`parse_entries`).
 
-    Ids are allocated first, so every temporary ref is replaced before any record is validated."""
-    with BULK_IMPORTS.one(), bulk_page_cache(conn):
-        return _import(service, conn, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
+    Only the write holds the write lock: the records are read, checked against the actor's
+    permissions and put in order before it begins, and let go after it commits, so an import
+    sent while another writes is read meanwhile (SQLite's statements run without the
+    interpreter's lock). Ids are allocated first in the write, so every temporary ref is
+    replaced before any record is validated."""
+    with BULK_IMPORTS.one():
+        # Its records are let go as `_import` returns, before the collector is back on.
+        return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
 
 
-def _import(service, conn, records, *, repo_id: int, actor, may_create, progress) -> Imported:
+def _import(service, records, *, repo_id: int, actor, may_create, progress) -> Imported:
     entries = parse_entries(service.registry, records)
-    for entry in entries:
-        if not may_create(entry.record_type):
+    # By name: a record type's hash is its fields' (a dataclass).
+    for record_type in {entry.record_type.name: entry.record_type for entry in entries}.values():
+        if not may_create(record_type):
             raise Denied()
     ordered = creation_order(entries)
-    batch = Batch(service, conn, actor)
+    with service.db.write() as conn, bulk_page_cache(conn):
+        batch = Batch(service, conn, actor)
+        ids = _allocated(batch, entries)
+        scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
+        created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+        items = _validated(service, conn, ordered, created, ids, scope)
+        batch.create(items, progress=progress)
+    saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
+    return Imported(saved, {e.record_type.name for e in entries}, len(entries))
+
+
+def _allocated(batch: Batch, entries: list[Entry]) -> dict[int, int]:
+    """{entry index: the id of the record it creates}."""
     by_type: dict[str, list[Entry]] = {}
     for entry in entries:
         by_type.setdefault(entry.record_type.name, []).append(entry)
     ids: dict[int, int] = {}
     for members in by_type.values():
         ids.update(zip((e.index for e in members), batch.allocate(members[0].record_type, len(members))))
-    scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
-    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    return ids
+
+
+def _validated(service, conn, ordered: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict) -> list[NewRecord]:
+    """Each record, its temporary refs replaced, validated as a new record of its type."""
     escaped = {_escaped(temporary): _escaped(uri) for temporary, uri in created.items()}
-    service.value_lists.refresh()
+    service.value_lists.refresh(conn)
     items = []
     for entry in ordered:
         doc = _substituted(entry, escaped)
@@ -221,6 +242,4 @@ def _import(service, conn, records, *, repo_id: int, actor, may_create, progress
         except Invalid as error:
             raise nested_under(error, label) from None
         items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index]))
-    batch.create(items, progress=progress)
-    saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
-    return Imported(saved, {e.record_type.name for e in entries}, len(entries))
+    return items

@@ -74,6 +74,42 @@ def place(ctx, doc: dict) -> None:
         log_below(conn, ctx.registry, spec, [ctx.record_id], ctx.now)
 
 
+def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
+    """What `place` reads for each sibling list a batch's new nodes are appended to, read for
+    all of them at once: the root of each parent node the batch does not create, and, the
+    lists' owners locked, where each list ends. (A node asking for a position reads its list
+    when it is placed.)"""
+    table = batch.tables[spec.node]
+    parents, roots = set(), set()
+    for doc in docs:
+        if doc.get("position") is not None:
+            continue
+        parent = _ref_id_in(batch, doc.get("parent"), spec.node)
+        if parent is None:
+            root = _ref_id_in(batch, doc.get(spec.root_field), spec.root)
+            if root is not None and (spec.root, root) not in batch.members:
+                roots.add(root)
+        elif (spec.node, parent) not in batch.members:
+            parents.add(parent)
+    owners = [Siblings(table, spec.root_column, None, parent) for parent in parents]
+    positions.lock_siblings(batch.conn, batch.tables, spec, owners + [Siblings(table, spec.root_column, root, None) for root in roots])
+    for parent, root, end in positions.ends_under_nodes(batch.conn, table, spec.root_column, sorted(parents)):
+        batch.memo[("root_of", spec.node, parent)] = root
+        _remember_end(batch.memo, table, root, parent, end)
+    for root, end in positions.ends_under_roots(batch.conn, table, batch.tables[spec.root], spec.root_column, sorted(roots)):
+        _remember_end(batch.memo, table, root, None, end)
+
+
+def _remember_end(memo: dict, table, root_id: int | None, parent_id: int | None, end: int | None) -> None:
+    """The last slot of a sibling list, where `_batch_slot` looks for it (unless the batch has been there first)."""
+    memo.setdefault(("slot", table.name, root_id, parent_id), positions.BEFORE_FIRST if end is None else end)
+
+
+def _ref_id_in(batch, ref, type_name: str) -> int | None:
+    target = batch.registry.parse_uri(ref["ref"]) if isinstance(ref, dict) and isinstance(ref.get("ref"), str) else None
+    return target.record_id if target is not None and target.record_type.name == type_name else None
+
+
 def _root_of(ctx, table, spec, parent_id: int) -> int | None:
     """The root of the parent node; within a batch, read once per parent (or known: a batch member)."""
     memo = ctx.batch.memo if ctx.batch is not None else {}

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select, update
 
+from fonds.storage.chunks import select_in
+
 STEP = 1024
 # Far from the 32-bit limits of the column: past these the list is renumbered first.
 LIMIT = 2**30
@@ -43,7 +45,8 @@ class Siblings:
 
 
 def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
-    """Lock the owners of these sibling lists, always in the same order (no deadlocks)."""
+    """Lock the owners of these sibling lists, always in the same order (no deadlocks): by type,
+    then by id. On SQLite nothing is read: the write lock serialises every write already."""
     owners = set()
     for siblings in lists:
         if siblings.parent_id is not None:
@@ -52,10 +55,33 @@ def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
             owners.add((spec.root, siblings.root_id))
     # Locks last until the transaction ends: a batch locks each owner once.
     held = conn.info.setdefault("fonds_locked", set())
-    for type_name, record_id in sorted(owners - held):
-        held.add((type_name, record_id))
-        table = tables[type_name]
-        conn.execute(select(table.c.id).where(table.c.id == record_id).with_for_update()).first()
+    new = sorted(owners - held)
+    held.update(new)
+    if conn.dialect.name == "sqlite":
+        return
+    for type_name in sorted({type_name for type_name, _ in new}):
+        _lock_rows(conn, tables[type_name], [record_id for owner_type, record_id in new if owner_type == type_name])
+
+
+def _lock_rows(conn, table, ids: list[int]) -> None:
+    """Lock these rows of `table` in id order (`ids` sorted)."""
+    select_in(conn, lambda chunk: select(table.c.id).where(table.c.id.in_(chunk)).order_by(table.c.id).with_for_update(), ids)
+
+
+def ends_under_nodes(conn, table, root_column: str, parents: list[int]) -> list[tuple[int, int | None, int | None]]:
+    """(parent id, its root's id, the last physical position of its children or None) of each
+    of `parents`: one indexed lookup per list, as `append_slot`'s."""
+    child = table.alias("child")
+    end = select(func.max(child.c.position)).where(child.c[root_column] == table.c[root_column], child.c.parent_id == table.c.id)
+    query = select(table.c.id, table.c[root_column], end.scalar_subquery())
+    return [tuple(row) for row in select_in(conn, lambda chunk: query.where(table.c.id.in_(chunk)), parents)]
+
+
+def ends_under_roots(conn, table, root_table, root_column: str, roots: list[int]) -> list[tuple[int, int | None]]:
+    """(root id, the last physical position of its top-level nodes or None) of each of `roots`."""
+    end = select(func.max(table.c.position)).where(table.c[root_column] == root_table.c.id, table.c.parent_id.is_(None))
+    query = select(root_table.c.id, end.scalar_subquery())
+    return [tuple(row) for row in select_in(conn, lambda chunk: query.where(root_table.c.id.in_(chunk)), roots)]
 
 
 def append_slot(conn, siblings: Siblings) -> int:
