@@ -2,25 +2,24 @@
 temporary URIs (`/repositories/2/resources/import_1`), created in one transaction in an order
 where every record comes after the records it refers to. All or none.
 
-Every record's id is allocated first and temporary refs are replaced by the URIs the records
-will have before any record is validated, so validation and ref checks see ordinary URIs; then
-the whole set goes through the batch write path (records/writes.py)."""
+Every record's id is allocated first, and each record's temporary refs are replaced by the URIs
+the records will have as it is validated (normalisation copies every ref object anyway), so the
+ref checks and the batch write path (records/writes.py) see ordinary URIs; the order of creation
+is worked out from the validated records' refs."""
 
 from __future__ import annotations
 
 import gc
-import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-
-import orjson
+from dataclasses import dataclass
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records.registry import RecordType
+from fonds.records.validation import find_refs
 from fonds.records.writes import Batch, NewRecord
 from fonds.storage.db import bulk_page_cache
 
@@ -32,11 +31,8 @@ class Entry:
     index: int
     record_type: RecordType
     temporary_uri: str | None
-    # The record serialised once: its refs are found and replaced on these bytes, and it is
-    # parsed again from them (the client's parsed record is not kept).
-    raw: bytes = b""
-    # Its ref values as they stand in `raw` (JSON-escaped, without the quotes).
-    found: list[bytes] = field(default_factory=list)
+    # The client's record, until it is validated (then only its clean copy is kept).
+    doc: dict | None
 
 
 @dataclass
@@ -48,39 +44,9 @@ class Imported:
     count: int
 
 
-# A ref in a record serialised by orjson (compact): `"ref":"<uri>"`. Inside a JSON string every
-# quote is escaped, so this matches only real `ref` keys with string values.
-_REF = re.compile(rb'"ref":"((?:[^"\\]|\\.)*)"')
-
-
-def _escaped(uri: str) -> bytes:
-    """A URI as it stands in serialised JSON, without its quotes (how `Entry.found` holds refs)."""
-    return orjson.dumps(uri)[1:-1]
-
-
-def _substituted(entry: Entry, created: dict[bytes, bytes]) -> dict:
-    """The record with its temporary refs replaced (`created`: escaped temporary URI -> escaped
-    URI), on its serialised form (no walk): each in one `bytes.replace`."""
-    replacements = {found: created[found] for found in entry.found if found in created}
-    raw = entry.raw
-    if not replacements.keys() & replacements.values():
-        for found, uri in replacements.items():
-            raw = raw.replace(b'"ref":"' + found + b'"', b'"ref":"' + uri + b'"')
-        return orjson.loads(raw)
-
-    # A created URI that is also a temporary one of this record (a client may name them alike):
-    # one pass, so no ref is replaced twice.
-    def replace(match: re.Match) -> bytes:
-        uri = replacements.get(match.group(1))
-        return match.group(0) if uri is None else b'"ref":"' + uri + b'"'
-
-    return orjson.loads(_REF.sub(replace, raw))
-
-
 def parse_entries(registry, records) -> list[Entry]:
     """Each record's type and temporary URI, checked before anything is written. Empties
-    `records` once each is serialised: a parsed record is several times its JSON's size, and a
-    batch's would otherwise be held until the batch is written, beside its validated copies."""
+    `records` (the entries hold the records, each let go once validated)."""
     if not isinstance(records, list) or not records:
         raise Invalid({FIELD: ["Must be a non-empty JSON array of records"]})
     entries, seen = [], set()
@@ -101,22 +67,23 @@ def parse_entries(registry, records) -> list[Entry]:
             raise Invalid({f"{where}/uri": [f"{uri} is used by two records of the batch"]})
         if uri:
             seen.add(uri)
-        raw = orjson.dumps(doc)
-        entries.append(Entry(index, record_type, uri or None, raw, _REF.findall(raw)))
+        entries.append(Entry(index, record_type, uri or None, doc))
     records.clear()
     return entries
 
 
-def creation_order(entries: list[Entry]) -> list[Entry]:
-    """Dependencies first, otherwise in the order given (Kahn's algorithm, stable)."""
-    by_uri = {_escaped(e.temporary_uri): e.index for e in entries if e.temporary_uri}
-    waiting_on = {e.index: {by_uri[r] for r in e.found if r in by_uri and by_uri[r] != e.index} for e in entries}
+def creation_order(items: list[NewRecord], member_at: dict[str, int]) -> list[NewRecord]:
+    """Dependencies first, otherwise in the order given (Kahn's algorithm, stable). `member_at`:
+    {URI of a record the batch creates: its place in `items`}; each item's refs are known."""
+    waiting_on = {}
+    for index, item in enumerate(items):
+        waiting_on[index] = {member_at[uri] for _, uri in item.refs if uri in member_at and member_at[uri] != index}
     dependants: dict[int, list[int]] = {}
     for index, needs in waiting_on.items():
         for need in needs:
             dependants.setdefault(need, []).append(index)
     # A deque: popping the front of a list of a million ready records moves the rest each time.
-    ready = deque(e.index for e in entries if not waiting_on[e.index])
+    ready = deque(index for index, needs in waiting_on.items() if not needs)
     order: list[int] = []
     while ready:
         index = ready.popleft()
@@ -125,10 +92,10 @@ def creation_order(entries: list[Entry]) -> list[Entry]:
             waiting_on[dependant].discard(index)
             if not waiting_on[dependant]:
                 ready.append(dependant)
-    if len(order) < len(entries):
+    if len(order) < len(items):
         stuck = sorted(set(waiting_on) - set(order))
         raise Invalid({FIELD: [f"Records {stuck[:10]} refer to each other in a cycle: none can be created first"]})
-    return [entries[i] for i in order]
+    return [items[i] for i in order]
 
 
 class BulkImports:
@@ -189,11 +156,9 @@ def import_batch(
     """Create every record in one write transaction of its own: all or none. Takes `records`
     over: the list is emptied as the import goes (`parse_entries`).
 
-    Only the write holds the write lock: the records are read, checked against the actor's
-    permissions and put in order before it begins, and let go after it commits, so an import
-    sent while another writes is read meanwhile (SQLite's statements run without the
-    interpreter's lock). Ids are allocated first in the write, so every temporary ref is
-    replaced before any record is validated."""
+    The records are read and checked against the actor's permissions before the write begins,
+    and let go after it commits: the write lock is held only while it is needed. Ids are
+    allocated first in the write, so every temporary ref is replaced as its record is validated."""
     with BULK_IMPORTS.one():
         # Its records are let go as `_import` returns, before the collector is back on.
         return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
@@ -205,14 +170,14 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     for record_type in {entry.record_type.name: entry.record_type for entry in entries}.values():
         if not may_create(record_type):
             raise Denied()
-    ordered = creation_order(entries)
     with service.db.write() as conn, bulk_page_cache(conn):
         batch = Batch(service, conn, actor)
         ids = _allocated(batch, entries)
         scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
         created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
-        items = _validated(service, conn, ordered, created, ids, scope)
-        batch.create(items, progress=progress)
+        items = _validated(service, conn, entries, created, ids, scope)
+        member_at = {item.record_type.uri(item.record_id, item.repo_id): index for index, item in enumerate(items)}
+        batch.create(creation_order(items, member_at), progress=progress)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
     return Imported(saved, {e.record_type.name for e in entries}, len(entries))
 
@@ -228,18 +193,20 @@ def _allocated(batch: Batch, entries: list[Entry]) -> dict[int, int]:
     return ids
 
 
-def _validated(service, conn, ordered: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict) -> list[NewRecord]:
-    """Each record, its temporary refs replaced, validated as a new record of its type."""
-    escaped = {_escaped(temporary): _escaped(uri) for temporary, uri in created.items()}
+def _validated(service, conn, entries: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict) -> list[NewRecord]:
+    """Each record, in the order given, validated as a new record of its type with its temporary
+    refs replaced, and the refs it holds then."""
+    schemas = service.schemas
     service.value_lists.refresh(conn)
     items = []
-    for entry in ordered:
-        doc = _substituted(entry, escaped)
+    for entry in entries:
+        doc, entry.doc = entry.doc, None
         doc.pop("uri", None)
         label = f"{FIELD}/{entry.index}"
         try:
-            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False)
+            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False, replace_refs=created)
         except Invalid as error:
             raise nested_under(error, label) from None
-        items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index]))
+        refs = find_refs(schemas, schemas[entry.record_type.name], clean)
+        items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index], refs=refs))
     return items

@@ -76,8 +76,11 @@ class RecordService:
     def prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
         return self.prepare_doc(record_type, parse_body(body), creating=creating)
 
-    def prepare_doc(self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True) -> tuple[dict, dict, object]:
-        """`refresh=False`: the caller refreshed the value lists for a whole batch (`value_lists.refresh()`)."""
+    def prepare_doc(
+        self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True, replace_refs: dict[str, str] | None = None
+    ) -> tuple[dict, dict, object]:
+        """`refresh=False`: the caller refreshed the value lists for a whole batch (`value_lists.refresh()`).
+        `replace_refs`: {URI: the URI a ref to it is given instead} (a batch import's temporary URIs)."""
         given = doc.get("jsonmodel_type")
         if given in (None, "") and creating:
             raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
@@ -92,6 +95,7 @@ class RecordService:
             one_of_groups=record_type.minimum,
             strict=self.settings.strict_validation,
             refresh=refresh,
+            replace_refs=replace_refs,
         )
         errors = record_type.hooks.check(clean)
         if errors:

@@ -60,16 +60,17 @@ def check_structure(doc) -> None:
 @dataclass
 class Normaliser:
     """Drops empty values, read-only and unknown properties (unknown ones are reported as
-    warnings), and fills in `jsonmodel_type` of nested single-type objects."""
+    warnings), and fills in `jsonmodel_type` of nested single-type objects. `replace_refs`: the
+    URI each ref to one of its keys is given instead (a batch import's temporary URIs)."""
 
     schemas: SchemaSet
 
-    def record(self, schema: dict, doc: dict) -> tuple[dict, FieldErrors]:
+    def record(self, schema: dict, doc: dict, replace_refs: dict[str, str] | None = None) -> tuple[dict, FieldErrors]:
         warnings: FieldErrors = {}
-        cleaned = self._object(schema, doc, "", warnings)
+        cleaned = self._object(schema, doc, "", warnings, replace_refs)
         return ({} if cleaned is _DROP else cleaned), warnings
 
-    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors):
+    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None):
         props = schema.get("properties", {})
         out = {}
         for key, raw in doc.items():
@@ -86,7 +87,7 @@ class Normaliser:
             if not isinstance(raw, dict | list):
                 out[key] = raw  # a scalar is kept as given (no path to build, no schema to follow)
                 continue
-            value = self._value(definition, raw, _path(path, key), warnings)
+            value = self._value(definition, raw, _path(path, key), warnings, replace_refs)
             if value is not _DROP:
                 out[key] = value
         if not out:
@@ -94,21 +95,25 @@ class Normaliser:
         const = props.get("jsonmodel_type", {}).get("const")
         if const and "jsonmodel_type" not in out:
             out["jsonmodel_type"] = const
+        if replace_refs and "x-ref" in schema and not schema.get("readOnly"):
+            ref = out.get("ref")
+            if isinstance(ref, str) and ref in replace_refs:
+                out["ref"] = replace_refs[ref]
         return out
 
-    def _value(self, definition: dict, raw, path: str, warnings: FieldErrors):
+    def _value(self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None):
         if "oneOf" in definition:
             branch = self.schemas.branch_for(definition["oneOf"], raw.get("jsonmodel_type")) if isinstance(raw, dict) else None
-            return self._object(branch, raw, path, warnings) if branch else raw
+            return self._object(branch, raw, path, warnings, replace_refs) if branch else raw
         definition = self.schemas.deref(definition)
         if isinstance(raw, dict) and "properties" in definition:
-            return self._object(definition, raw, path, warnings)
+            return self._object(definition, raw, path, warnings, replace_refs)
         if isinstance(raw, list) and "items" in definition:
             items = []
             for index, item in enumerate(raw):
                 if _is_empty(item):
                     continue
-                value = self._value(definition["items"], item, _path(path, len(items)), warnings)
+                value = self._value(definition["items"], item, _path(path, len(items)), warnings, replace_refs)
                 if value is not _DROP:
                     items.append(value)
             return items
@@ -291,10 +296,18 @@ class RecordValidator:
                 self._collect(sub, path, found, soft)
 
     def prepare(
-        self, name: str, doc: dict, *, aspace_required: tuple[str, ...], one_of_groups, strict: bool, refresh: bool = True
+        self,
+        name: str,
+        doc: dict,
+        *,
+        aspace_required: tuple[str, ...],
+        one_of_groups,
+        strict: bool,
+        refresh: bool = True,
+        replace_refs: dict[str, str] | None = None,
     ) -> tuple[dict, FieldErrors]:
         """Normalise and validate a client's record; raise `Invalid` or return (record, warnings)."""
-        cleaned, warnings = self.normaliser.record(self.schemas[name], doc)
+        cleaned, warnings = self.normaliser.record(self.schemas[name], doc, replace_refs)
         soft: FieldErrors = {}
         errors = self.errors(name, cleaned, soft, refresh=refresh)
         for field in aspace_required:

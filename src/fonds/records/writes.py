@@ -46,6 +46,8 @@ class NewRecord:
     # Set when the caller allocated it (`Batch.allocate`), or `fixed`: an id the system keeps.
     record_id: int | None = None
     fixed: bool = False
+    # Its refs as `find_refs` gives them, when the caller found them already.
+    refs: list[tuple[str, str]] | None = None
 
 
 @dataclass
@@ -91,7 +93,10 @@ class Batch:
         uris = [item.record_type.uri(item.record_id, item.repo_id) for item in items]
         in_batch = {(item.record_type.name, item.record_id): item.repo_id for item in items}
         self.members.update(in_batch)
-        requests = [(find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id) for item in items]
+        requests = [
+            (item.refs if item.refs is not None else find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id)
+            for item in items
+        ]
         links, errors = refs.check_many(self.conn, self.registry, requests, in_batch)
         for item, found in zip(items, errors):
             if found:
