@@ -14,6 +14,7 @@ stored, so never filled.
 from __future__ import annotations
 
 import copy
+import functools
 
 from fonds.records.schemas import SchemaSet
 
@@ -56,30 +57,49 @@ class Defaults:
 
     def _fill_object(self, schema: dict, doc: dict, skip: frozenset = frozenset()) -> None:
         fills, descents = self._plan(schema)
-        for key, definition in descents:
-            if key in doc:
-                self._descend(definition, doc[key])
-        for key, default in fills:
+        for key, target, each in descents:
+            value = doc.get(key)
+            if value is None:
+                continue
+            if each:
+                if value.__class__ is list:
+                    for item in value:
+                        self._descend(target, item)
+            else:
+                self._descend(target, value)
+        for key, default, fresh in fills:
             if key not in doc and key not in skip:
-                doc[key] = _copy(default)
+                doc[key] = fresh() if fresh is not None else default
 
-    def _plan(self, schema: dict) -> tuple[list[tuple[str, object]], list[tuple[str, dict]]]:
+    def _plan(self, schema: dict) -> tuple[list[tuple[str, object, object]], list[tuple[str, dict, bool]]]:
         """An object schema's work, worked out once: the properties filled when absent (with their
-        default, or `[]`), in schema order, and those whose present value may hold subrecords to fill."""
+        default, or `[]`; `fresh` makes a new copy of a list or object default for each record),
+        in schema order, and those whose present value may hold subrecords to fill (an array's by
+        its items: `each`)."""
         plans = self.__dict__.setdefault("plans", {})
-        if id(schema) not in plans:
+        found = plans.get(id(schema))
+        if found is None:
             fills, descents = [], []
             for key, definition in schema.get("properties", {}).items():
                 if definition.get("readOnly"):
                     continue
                 if "default" in definition:
-                    fills.append((key, definition["default"]))
+                    default = definition["default"]
+                    fills.append((key, default, functools.partial(copy.deepcopy, default) if isinstance(default, list | dict) else None))
                 elif definition.get("type") == "array":
-                    fills.append((key, []))
+                    fills.append((key, None, list))
                 if self._may_hold_subrecords(definition):
-                    descents.append((key, definition))
-            plans[id(schema)] = (fills, descents)
-        return plans[id(schema)]
+                    descents.append(self._descent(key, definition))
+            found = plans[id(schema)] = (fills, descents)
+        return found
+
+    def _descent(self, key: str, definition: dict) -> tuple[str, dict, bool]:
+        """(key, the definition a value is filled by, whether it is an array's items) of a property
+        that may hold subrecords: arrays are walked item by item without looking up their schema."""
+        resolved = self.schemas.deref(definition) if "oneOf" not in definition else definition
+        if "oneOf" not in resolved and "properties" not in resolved and isinstance(resolved.get("items"), dict):
+            return key, resolved["items"], True
+        return key, definition, False
 
     def _may_hold_subrecords(self, definition: dict) -> bool:
         if "oneOf" in definition:

@@ -25,6 +25,7 @@ NUL = "\x00"
 SCHEMA_BASE = "https://fonds.invalid/schemas/"
 ENUM_WARNING = "x-enum-warning"
 _DROP = object()
+_UNKNOWN = object()
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object", type(None): "null"}
 
@@ -71,20 +72,29 @@ class Normaliser:
         return ({} if cleaned is _DROP else cleaned), warnings
 
     def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None):
-        props = schema.get("properties", {})
+        kept = self._kept(schema)
         out = {}
         for key, raw in doc.items():
+            kind = raw.__class__
+            # Most values are non-empty strings: kept, or dropped, with no further look.
+            if kind is str and raw:
+                definition = kept.get(key, _UNKNOWN)
+                if definition is _UNKNOWN:
+                    warnings[_path(path, key)] = ["Unknown property, ignored"]
+                elif definition is not None:
+                    out[key] = raw
+                continue
             if _is_empty(raw):
                 continue
-            definition = props.get(key)
-            if definition is None:
+            definition = kept.get(key, _UNKNOWN)
+            if definition is _UNKNOWN:
                 # An empty list holds nothing to lose (an export's `classifications: []`).
                 if raw != []:
                     warnings[_path(path, key)] = ["Unknown property, ignored"]
                 continue
-            if definition.get("readOnly"):
+            if definition is None:
                 continue
-            if not isinstance(raw, dict | list):
+            if kind is not dict and kind is not list:
                 out[key] = raw  # a scalar is kept as given (no path to build, no schema to follow)
                 continue
             value = self._value(definition, raw, _path(path, key), warnings, replace_refs)
@@ -92,7 +102,7 @@ class Normaliser:
                 out[key] = value
         if not out:
             return _DROP
-        const = props.get("jsonmodel_type", {}).get("const")
+        const = schema.get("properties", {}).get("jsonmodel_type", {}).get("const")
         if const and "jsonmodel_type" not in out:
             out["jsonmodel_type"] = const
         if replace_refs and "x-ref" in schema and not schema.get("readOnly"):
@@ -100,6 +110,17 @@ class Normaliser:
             if isinstance(ref, str) and ref in replace_refs:
                 out["ref"] = replace_refs[ref]
         return out
+
+    def _kept(self, schema: dict) -> dict[str, dict | None]:
+        """An object schema's properties: each one's definition, or None for a read-only one
+        (dropped without a warning). Worked out once per schema."""
+        known = self.__dict__.setdefault("kept", {})
+        found = known.get(id(schema))
+        if found is None:
+            found = known[id(schema)] = {
+                key: None if definition.get("readOnly") else definition for key, definition in schema.get("properties", {}).items()
+            }
+        return found
 
     def _value(self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None):
         if "oneOf" in definition:
