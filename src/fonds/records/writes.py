@@ -14,6 +14,7 @@ stored."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -163,12 +164,27 @@ class Batch:
         except Invalid as error:
             raise labelled(error, item.label) from None
         self.service.defaults.keep_service_values(record_type.name, doc, None, skip=record_type.read_fields)
-        # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
-        for name in [f for f, messages in item.warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
-            del item.warnings[name]
-        stamp = self.stamp
-        doc.update(
-            uri=uri,
+        if item.warnings:
+            # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
+            for name in [f for f, messages in item.warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
+                del item.warnings[name]
+        doc["uri"] = uri
+        doc.update(self._stamps)
+        if record_type.repo_scoped:
+            doc["repository"] = {"ref": f"/repositories/{item.repo_id}"}
+        row = dict(self._row_start(record_type))
+        row.update(ctx.columns)
+        row["id"], row["repo_id"], row["json"] = item.record_id, item.repo_id, orjson.dumps(doc)
+        derived = _Derived(index, item, ctx, row, links)
+        self._pending.append(derived)
+        self._pending_keys.add((record_type.name, item.record_id))
+        return derived
+
+    @functools.cached_property
+    def _stamps(self) -> dict:
+        """What every new record's JSON says of its creation (after its `uri`)."""
+        stamp, username = self.stamp, self.actor.username
+        return dict(
             lock_version=0,
             created=stamp,
             modified=stamp,
@@ -178,25 +194,21 @@ class Batch:
             created_by=username,
             last_modified_by=username,
         )
-        if record_type.repo_scoped:
-            doc["repository"] = {"ref": f"/repositories/{item.repo_id}"}
-        row = {column.name: None for column in record_type.columns}
-        row.update(ctx.columns)
-        row.update(
-            id=item.record_id,
-            repo_id=item.repo_id,
-            lock_version=0,
-            json=orjson.dumps(doc),
-            create_time=self.now,
-            system_mtime=self.now,
-            user_mtime=self.now,
-            created_by=username,
-            last_modified_by=username,
-        )
-        derived = _Derived(index, item, ctx, row, links)
-        self._pending.append(derived)
-        self._pending_keys.add((record_type.name, item.record_id))
-        return derived
+
+    def _row_start(self, record_type: RecordType) -> dict:
+        """A new row of the type before its record's own values: every column, the creation stamps."""
+        key = ("row_start", record_type.name)
+        if key not in self.memo:
+            username = self.actor.username
+            self.memo[key] = {column.name: None for column in record_type.columns} | dict(
+                lock_version=0,
+                create_time=self.now,
+                system_mtime=self.now,
+                user_mtime=self.now,
+                created_by=username,
+                last_modified_by=username,
+            )
+        return self.memo[key]
 
     def flush(self) -> None:
         """Write the records derived so far: unique keys checked, then rows, links, change rows."""

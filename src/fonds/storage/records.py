@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import operator
 from collections.abc import Iterable
 
 from sqlalchemy import Connection, Row, Table, bindparam, delete, insert, select, tuple_, update
@@ -45,15 +46,26 @@ def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
 
 
 def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
-    """Insert complete rows (ids included; every row holds the keys of the first) through the
-    driver's cursor: SQLAlchemy's executemany spends more per row (parameter processing,
-    execution context) than SQLite spends storing it. PostgreSQL: one COPY per call, so the
-    statement-level counting triggers (storage/counts.py) run once, not once per row.
-    Refusals come as SQLAlchemy's errors (`IntegrityError` for a unique key), as from `execute`."""
+    """Insert complete rows (ids included; every row holds the keys of the first): `insert_values`."""
     if not rows:
         return
-    names = list(rows[0])
-    values = _converted(_bind_processors(conn, table, tuple(names)), [[row[name] for name in names] for row in rows])
+    names = tuple(rows[0])
+    if len(names) == 1:
+        values = [(row[names[0]],) for row in rows]
+    else:
+        values = list(map(operator.itemgetter(*names), rows))
+    insert_values(conn, table, names, values)
+
+
+def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values: list[tuple]) -> None:
+    """Insert rows given as tuples of the values of columns `names`, through the driver's cursor:
+    SQLAlchemy's executemany spends more per row (parameter processing, execution context) than
+    SQLite spends storing it. PostgreSQL: one COPY per call, so the statement-level counting
+    triggers (storage/counts.py) run once, not once per row. Refusals come as SQLAlchemy's
+    errors (`IntegrityError` for a unique key), as from `execute`."""
+    if not values:
+        return
+    values = _converted(_bind_processors(conn, table, names), values)
     quote = conn.dialect.identifier_preparer.quote
     columns = ", ".join(quote(name) for name in names)
     if conn.dialect.name == "postgresql":
@@ -81,14 +93,19 @@ def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> 
 _PROCESSORS: dict[tuple, list | None] = {}
 
 
-def _converted(processors: list | None, values: list[list]) -> list[list]:
-    """`values` (rows of column values) converted in place by `processors`; a batch's rows mostly
-    share their timestamps, so each distinct value is converted once."""
-    for index, process in enumerate(processors or ()):
-        if process is None:
-            continue
-        done: dict = {}
-        for row in values:
+def _converted(processors: list | None, values: list[tuple]) -> list:
+    """`values` (rows of column values) with each value converted by its column's processor; a
+    batch's rows mostly share their timestamps, so each distinct value is converted once."""
+    if not processors:
+        return values
+    converters = []
+    for index, process in enumerate(processors):
+        if process is not None:
+            converters.append((index, process, {}))
+    converted = []
+    for row in values:
+        row = list(row)
+        for index, process, done in converters:
             value = row[index]
             try:
                 row[index] = done[value]
@@ -96,7 +113,8 @@ def _converted(processors: list | None, values: list[list]) -> list[list]:
                 row[index] = done[value] = process(value)
             except TypeError:  # unhashable: converted each time
                 row[index] = process(value)
-    return values
+        converted.append(row)
+    return converted
 
 
 def advance_sequence(conn: Connection, table: Table) -> None:
@@ -231,13 +249,13 @@ def _unlink_statement(table: Table):
     return delete(table).where(table.c.source_type == bindparam("b_type"), table.c.source_id == bindparam("b_id"))
 
 
+LINK_COLUMNS = ("source_type", "source_id", "field", "path", "target_type", "target_id")
+
+
 def insert_links(conn: Connection, tables, links: list[tuple[str, int, tuple[str, str, str, int]]]) -> None:
     """Record refs of many records: (source type, source id, (field pattern, path, target type, target id))."""
-    rows = [
-        {"source_type": s, "source_id": i, "field": f, "path": p, "target_type": t, "target_id": target}
-        for s, i, (f, p, t, target) in links
-    ]
-    insert_rows(conn, tables["record_link"], rows)
+    values = [(s, i, f, p, t, target) for s, i, (f, p, t, target) in links]
+    insert_values(conn, tables["record_link"], LINK_COLUMNS, values)
 
 
 def retarget_links(
