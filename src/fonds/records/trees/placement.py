@@ -95,7 +95,8 @@ def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
     positions.lock_siblings(batch.conn, batch.tables, spec, owners + [Siblings(table, spec.root_column, root, None) for root in roots])
     for parent, root, end in positions.ends_under_nodes(batch.conn, table, spec.root_column, sorted(parents)):
         batch.memo[("root_of", spec.node, parent)] = root
-        _remember_end(batch.memo, table, root, parent, end)
+        if root is not None:  # a node in no tree: its children's list is read as each is placed
+            _remember_end(batch.memo, table, root, parent, end)
     for root, end in positions.ends_under_roots(batch.conn, table, batch.tables[spec.root], spec.root_column, sorted(roots)):
         _remember_end(batch.memo, table, root, None, end)
 

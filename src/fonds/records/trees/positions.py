@@ -70,7 +70,8 @@ def _lock_rows(conn, table, ids: list[int]) -> None:
 
 def ends_under_nodes(conn, table, root_column: str, parents: list[int]) -> list[tuple[int, int | None, int | None]]:
     """(parent id, its root's id, the last physical position of its children or None) of each
-    of `parents`: one indexed lookup per list, as `append_slot`'s."""
+    of `parents`: one indexed lookup per list, as `append_slot`'s (for a parent in no tree, the
+    position is None: its list is not found this way)."""
     child = table.alias("child")
     end = select(func.max(child.c.position)).where(child.c[root_column] == table.c[root_column], child.c.parent_id == table.c.id)
     query = select(table.c.id, table.c[root_column], end.scalar_subquery())
