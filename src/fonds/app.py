@@ -62,7 +62,7 @@ def open_services(settings: Settings) -> AppServices:
     db = Database(settings.effective_database_url, database_metadata())
     migrate.upgrade(db)
     counts.install(db, [record_type.name for record_type in REGISTRY])
-    siblings.install(db, {t.name: t.tree.root_column for t in REGISTRY if t.tree is not None and t.tree.node == t.name})
+    siblings.install(db, {t.name: t.tree.root_column for t in REGISTRY if t.is_tree_node})
     records = RecordService(db, REGISTRY, settings)
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)

@@ -74,7 +74,8 @@ def parse_entries(registry, records) -> list[Entry]:
 
 def creation_order(items: list[NewRecord], member_at: dict[str, int]) -> list[NewRecord]:
     """Dependencies first, otherwise in the order given (Kahn's algorithm, stable). `member_at`:
-    {URI of a record the batch creates: its place in `items`}; each item's refs are known."""
+    {URI a record of the batch is created at, for its temporary one: its place in `items`};
+    each item's refs are known."""
     waiting_on = {}
     for index, item in enumerate(items):
         waiting_on[index] = {member_at[uri] for _, uri in item.refs if uri in member_at and member_at[uri] != index}
@@ -176,7 +177,8 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
         scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
         created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
         items = _validated(service, conn, entries, created, ids, scope)
-        member_at = {item.record_type.uri(item.record_id, item.repo_id): index for index, item in enumerate(items)}
+        # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
+        member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
         batch.create(creation_order(items, member_at), progress=progress)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
     return Imported(saved, {e.record_type.name for e in entries}, len(entries))

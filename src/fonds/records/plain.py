@@ -60,7 +60,7 @@ def stored_answer(record_type: RecordType, dialect: str, registry: Registry) -> 
     if fields is None:
         return None
     tree = record_type.tree
-    if tree is not None and tree.node == record_type.name:
+    if record_type.is_tree_node:
         # After the type's own fields, as `RecordService.render` merges them.
         fields = {**fields, **node_fields.read_sql(dialect, tree, record_type.path, registry[tree.root].path, ROW)}
     selected = [f"{ROW}.json", *(f"({sql})" for sql in fields.values())]

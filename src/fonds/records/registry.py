@@ -162,9 +162,14 @@ class RecordType:
         return f"/{self.path}/{record_id}"
 
     @property
+    def is_tree_node(self) -> bool:
+        """Whether its records are the nodes of a tree (an archival object), not its roots."""
+        return self.tree is not None and self.tree.node == self.name
+
+    @property
     def read_fields(self) -> tuple[str, ...]:
         """Fields computed at read time and spliced into the stored JSON: never stored."""
-        node = self.tree.node_read_fields if self.tree is not None and self.tree.node == self.name else ()
+        node = self.tree.node_read_fields if self.is_tree_node else ()
         return (*self.hooks.read_fields, *node)
 
     def not_found(self) -> str:

@@ -336,7 +336,7 @@ class RecordService:
     def render(self, conn, record_type: RecordType, rows) -> list[bytes]:
         extras = record_type.hooks.read_extras(conn, rows) if rows else None
         tree = record_type.tree
-        if rows and tree is not None and tree.node == record_type.name:
+        if rows and record_type.is_tree_node:
             # A node's position and ancestors are computed at read time.
             node = node_fields.read_extras(conn, self.registry, tree, rows)
             extras = node if extras is None else [{**own, **more} for own, more in zip(extras, node)]

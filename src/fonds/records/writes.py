@@ -25,6 +25,7 @@ from fonds.errors import BadRequest, Invalid, nested_under
 from fonds.records import refs, uniqueness
 from fonds.records.hooks import WriteContext
 from fonds.records.registry import RecordType
+from fonds.records.trees import placement
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
 from fonds.storage import change_log, counts
@@ -79,6 +80,7 @@ class Batch:
         self._pending_keys: set[tuple[str, int]] = set()
         # (type name, id) of every record the batch creates (no other transaction sees them).
         self.members: set[tuple[str, int]] = set()
+        self._row_starts: dict[str, dict] = {}
 
     def allocate(self, record_type: RecordType, count: int) -> list[int]:
         return store.allocate_ids(self.conn, self.tables[record_type.name], count)
@@ -122,7 +124,10 @@ class Batch:
         for item in items:
             by_type.setdefault(item.record_type.name, []).append(item)
         for members in by_type.values():
-            members[0].record_type.hooks.prepare_batch(self, [item.doc for item in members])
+            record_type, docs = members[0].record_type, [item.doc for item in members]
+            if record_type.is_tree_node:
+                placement.prepare_new_nodes(self, record_type.tree, docs)
+            record_type.hooks.prepare_batch(self, docs)
 
     def _check_repositories(self, items: list[NewRecord]) -> None:
         scoped = [item for item in items if item.record_type.repo_scoped]
@@ -197,10 +202,10 @@ class Batch:
 
     def _row_start(self, record_type: RecordType) -> dict:
         """A new row of the type before its record's own values: every column, the creation stamps."""
-        key = ("row_start", record_type.name)
-        if key not in self.memo:
+        found = self._row_starts.get(record_type.name)
+        if found is None:
             username = self.actor.username
-            self.memo[key] = {column.name: None for column in record_type.columns} | dict(
+            found = self._row_starts[record_type.name] = {column.name: None for column in record_type.columns} | dict(
                 lock_version=0,
                 create_time=self.now,
                 system_mtime=self.now,
@@ -208,7 +213,7 @@ class Batch:
                 created_by=username,
                 last_modified_by=username,
             )
-        return self.memo[key]
+        return found
 
     def flush(self) -> None:
         """Write the records derived so far: unique keys checked, then rows, links, change rows."""

@@ -22,8 +22,8 @@ OWN_ANCESTOR = "Can't make a parent into its own child"
 STALE = "stale"
 
 
-def _ref_id(ctx, ref: dict | None) -> int | None:
-    return ctx.registry.parse_uri(ref["ref"]).record_id if ref else None
+def _ref_id(registry, ref: dict | None) -> int | None:
+    return registry.parse_uri(ref["ref"]).record_id if ref else None
 
 
 def siblings_of(spec, table, root_id, parent_id) -> Siblings:
@@ -34,7 +34,7 @@ def place(ctx, doc: dict) -> None:
     """Set the tree columns of the node being written (`ctx.columns`); on update, move it."""
     spec = ctx.record_type.tree
     conn, table = ctx.conn, ctx.tables[spec.node]
-    root_id, parent_id = _ref_id(ctx, doc.get(spec.root_field)), _ref_id(ctx, doc.get("parent"))
+    root_id, parent_id = _ref_id(ctx.registry, doc.get(spec.root_field)), _ref_id(ctx.registry, doc.get("parent"))
     if parent_id is not None:
         # A new node has nothing below it: only naming itself (its id is allocated) makes a loop.
         new_loop = ctx.existing is None and parent_id == ctx.record_id
@@ -75,8 +75,8 @@ def place(ctx, doc: dict) -> None:
 
 
 def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
-    """What `place` reads for each sibling list a batch's new nodes are appended to, read for
-    all of them at once: the root of each parent node the batch does not create, and, the
+    """What `place` reads for each sibling list a batch's new nodes are appended to (their refs
+    validated and checked), read for all of them at once: the root of each parent node the batch does not create, and, the
     lists' owners locked, where each list ends. (A node asking for a position reads its list
     when it is placed.)"""
     table = batch.tables[spec.node]
@@ -84,9 +84,9 @@ def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
     for doc in docs:
         if doc.get("position") is not None:
             continue
-        parent = _ref_id_in(batch, doc.get("parent"), spec.node)
+        parent = _ref_id(batch.registry, doc.get("parent"))
         if parent is None:
-            root = _ref_id_in(batch, doc.get(spec.root_field), spec.root)
+            root = _ref_id(batch.registry, doc.get(spec.root_field))
             if root is not None and (spec.root, root) not in batch.members:
                 roots.add(root)
         elif (spec.node, parent) not in batch.members:
@@ -104,11 +104,6 @@ def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
 def _remember_end(memo: dict, table, root_id: int | None, parent_id: int | None, end: int | None) -> None:
     """The last slot of a sibling list, where `_batch_slot` looks for it (unless the batch has been there first)."""
     memo.setdefault(("slot", table.name, root_id, parent_id), positions.BEFORE_FIRST if end is None else end)
-
-
-def _ref_id_in(batch, ref, type_name: str) -> int | None:
-    target = batch.registry.parse_uri(ref["ref"]) if isinstance(ref, dict) and isinstance(ref.get("ref"), str) else None
-    return target.record_id if target is not None and target.record_type.name == type_name else None
 
 
 def _root_of(ctx, table, spec, parent_id: int) -> int | None:

@@ -162,11 +162,6 @@ class ArchivalObjectHooks(ArchivalHooks):
     def check(self, doc):
         return instance_errors(doc)
 
-    def prepare_batch(self, batch, docs):
-        from fonds.records.trees import placement
-
-        placement.prepare_new_nodes(batch, batch.registry[self.type_name].tree, docs)
-
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
 

@@ -191,11 +191,6 @@ class DigitalObjectComponentHooks(Hooks):
     def read_sql(self, dialect, row):
         return {"linked_events": linked_events_sql(dialect, "digital_object_component", row)}
 
-    def prepare_batch(self, batch, docs):
-        from fonds.records.trees import placement
-
-        placement.prepare_new_nodes(batch, batch.registry["digital_object_component"].tree, docs)
-
     def derive(self, ctx, doc):
         from fonds.records.trees import placement
 
