@@ -1,10 +1,20 @@
 """Changes that alter other records' documents reach them: a renamed subject, a moved subtree,
-siblings whose positions shift, deleted records (which leave no document)."""
+siblings whose positions shift, deleted records (which leave no document). Each test runs with
+the indexer building documents in its usual slices and one record a slice, so that a batch's
+changes and their dependents spread over many slices."""
 
 from __future__ import annotations
 
+import pytest
+
+from fonds.search import indexer
 from tests.records.helpers import make_ao, make_resource, make_subject, read, update
 from tests.search.helpers import accession, hits, search
+
+
+@pytest.fixture(autouse=True, params=[indexer.BUILD_SLICE, 1], ids=["usual slices", "one record a slice"])
+def build_slice(request, monkeypatch):
+    monkeypatch.setattr(indexer, "BUILD_SLICE", request.param)
 
 
 def _doc(api, repo, uri) -> dict:
@@ -68,3 +78,33 @@ def test_deleted_records_leave_no_document(api, repo):
     # A whole repository's records go with it.
     assert api.delete(f"/repositories/{repo}").status_code == 200
     assert hits(api, "/search", q="kept") == []
+
+
+def test_an_imported_batch_and_a_rename_reach_every_record_of_the_batch(api, repo):
+    base = f"/repositories/{repo}"
+    subject = {
+        "jsonmodel_type": "subject",
+        "uri": "/subjects/tmp_1",
+        "source": "local",
+        "terms": [{"term": "Whaling", "term_type": "topical"}],
+    }
+    records = [subject] + [
+        {
+            "jsonmodel_type": "accession",
+            "uri": f"{base}/accessions/tmp_{n}",
+            "title": f"Logbook {n}",
+            "id_0": f"L{n}",
+            "subjects": [{"ref": "/subjects/tmp_1"}],
+        }
+        for n in range(5)
+    ]
+    response = api.post(f"{base}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    created = {temporary: uri for temporary, (uri, _) in response.json()[-1]["saved"].items()}
+    linked = sorted(created[f"{base}/accessions/tmp_{n}"] for n in range(5))
+    assert sorted(hits(api, f"{base}/search", q="subjects_text:whaling", **{"type[]": ["accession"]})) == linked
+    renamed = read(api, created["/subjects/tmp_1"])
+    renamed["terms"][0]["term"] = "Whale fisheries"
+    assert api.post(created["/subjects/tmp_1"], json=renamed).status_code == 200
+    assert sorted(hits(api, f"{base}/search", q="subjects_text:fisheries", **{"type[]": ["accession"]})) == linked
+    assert hits(api, f"{base}/search", q="subjects_text:whaling", **{"type[]": ["accession"]}) == []
