@@ -76,9 +76,9 @@ def place(ctx, doc: dict) -> None:
 
 def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
     """What `place` reads for each sibling list a batch's new nodes are appended to (their refs
-    validated and checked), read for all of them at once: the root of each parent node the batch does not create, and, the
-    lists' owners locked, where each list ends. (A node asking for a position reads its list
-    when it is placed.)"""
+    validated and checked), read for all of them at once: the root of each parent node the batch
+    does not create, and, the lists' owners locked, where each list ends. (A node asking for a
+    position reads its list when it is placed.)"""
     table = batch.tables[spec.node]
     parents, roots = set(), set()
     for doc in docs:
