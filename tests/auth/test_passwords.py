@@ -49,7 +49,7 @@ print(theirs.verify(made, 'a password'), verify_password(theirs.hash('another'),
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
     made, checks = result.stdout.splitlines()
-    assert made.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert made.startswith("$argon2id$v=19$m=7168,t=5,p=1$")
     assert checks == "True True False"
 
 
