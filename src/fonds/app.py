@@ -80,13 +80,15 @@ def open_services(settings: Settings) -> AppServices:
     )
 
 
-async def _release_memory(every: float) -> None:
+async def _release_memory(services: AppServices, every: float) -> None:
     """What malloc freed in its arenas (the indexer's batches, a page of 250 records, a password
-    hash) stays in RSS until trimmed; trimmed on a thread, so the event loop never waits."""
+    hash, the compiled schemas of types not written lately) stays in RSS until trimmed; trimmed on
+    a thread, so the event loop never waits."""
     if not every:
         return
     while True:
         await asyncio.sleep(every)
+        services.records.validator.drop_unused()
         await anyio.to_thread.run_sync(allocator.release_free_memory)
 
 
@@ -134,7 +136,7 @@ def create_app(settings: Settings) -> FondsApp:
         anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
         app.state.fonds = services
         services.search.start()
-        releasing = asyncio.create_task(_release_memory(settings.memory_release_seconds))
+        releasing = asyncio.create_task(_release_memory(services, settings.memory_release_seconds))
         try:
             yield
         finally:

@@ -212,3 +212,19 @@ def test_multipart_note_with_a_text_subnote_round_trips(api, repo):
     assert "notes" not in str(created["warnings"])
     record = read(api, created["uri"])
     assert record["notes"] == [note, singlepart]
+
+
+# -- compiled schemas ------------------------------------------------------------------------
+
+
+def test_a_type_whose_compiled_schema_was_dropped_as_unused_is_validated_as_before(api, repo):
+    """The server drops the compiled schemas of types not written lately (their memory); the
+    next write of such a type compiles it again and is checked just as strictly."""
+    accepted(api, accessions(repo), accession(id_0="A1"))
+    validator = api.client.app.state.fonds.records.validator
+    assert "accession" in validator.drop_unused(0)
+    assert validator.drop_unused(0) == []
+    error = refused(api, accessions(repo), accession(id_0="A2", language="klingon", dates=[{"jsonmodel_type": "date"}]))
+    assert sorted(error) == ["dates/0/date_type", "dates/0/label", "language"]
+    assert accepted(api, accessions(repo), accession(id_0="A3"))["status"] == "Created"
+    assert validator.drop_unused(3600) == []
