@@ -4,10 +4,10 @@ give back to the system as soon as no hash is in flight.
 argon2id at the parameters Fonds takes from OWASP works in 7 MiB. Through argon2-cffi's own
 calls that memory comes from malloc: either fresh pages for each hash (a third more CPU per
 login, faulting them in), or, as Fonds had it, kept at the top of the hashing thread's malloc
-arena, where `malloc_trim` never reaches (~20 MB held for good per arena at 19 MiB, at rest too). Here argon2's
-allocation callbacks hand it a private mapping of the thread's own: a burst of logins reuses it
-(as fast as the kept heap), and the last hash of the burst drops its pages (`MADV_DONTNEED`), so
-at rest none is held.
+arena, where `malloc_trim` never reaches (~20 MB held for good per arena at 19 MiB, at rest
+too). Here argon2's allocation callbacks hand it a private mapping of the thread's own: a burst
+of logins reuses it (as fast as the kept heap), and the last hash of the burst drops its pages
+(`MADV_DONTNEED`), so at rest none is held.
 
 The hash strings are argon2's standard encoding (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`),
 read and written by argon2-cffi alike; hashes with other parameters than the hasher's are left to

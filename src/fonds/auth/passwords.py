@@ -6,9 +6,9 @@ takes the leanest in memory, 7 MiB and 5 iterations (parallelism 1): a hash cost
 at 19 MiB (26 against 33 ms measured here) and a third of the memory. Each hash holds its memory
 while it runs, so hashing happens on `HASHING_THREADS` threads of its own: at most that many
 hashes at once (spread over every request thread, RSS climbed past 600 MB under concurrent
-logins). Each of those threads keeps its 7 MiB between hashes and gives
-the pages back when no hash is in flight (`fonds.auth.argon2_memory`). `HashingGate` keeps the
-requests waiting for a turn off the request threads, so other requests keep being served."""
+logins). Each of those threads keeps its 7 MiB between hashes and gives the pages back when no
+hash is in flight (`fonds.auth.argon2_memory`). `HashingGate` keeps the requests waiting for a
+turn off the request threads, so other requests keep being served."""
 
 from __future__ import annotations
 
