@@ -158,3 +158,57 @@ def test_every_imported_component_gets_its_own_random_uuid_ref_id(api, repo):
         ref_id.version == 4 and ref_id.variant == uuid.RFC_4122 and ref_id.hex == record["ref_id"]
         for ref_id, record in zip(ref_ids, records)
     )
+
+
+def validating_with(monkeypatch, meanwhile):
+    """Imports run `meanwhile()` once their records are validated, before their write."""
+    from fonds.records import imports
+
+    validated = imports._validated
+
+    def then_meanwhile(*args, **kwargs):
+        items = validated(*args, **kwargs)
+        meanwhile()
+        return items
+
+    monkeypatch.setattr(imports, "_validated", then_meanwhile)
+
+
+def test_a_record_created_while_an_import_is_validated_takes_none_of_its_ids(api, repo, monkeypatch):
+    """The import's ids are reserved before its records are validated, outside the write lock:
+    a create meanwhile gets an id after them, and every ref of the import ends at its own record."""
+    created = []
+
+    def create_a_subject():
+        body = {"jsonmodel_type": "subject", "title": "Meanwhile", "source": "local", "terms": []}
+        response = api.post("/subjects", json=body)
+        assert response.status_code == 200, response.text
+        created.append(response.json())
+
+    validating_with(monkeypatch, create_a_subject)
+    response = api.post(f"/repositories/{repo}/batch_imports", json=archive(repo))
+    assert response.status_code == 200, response.text
+    saved = {key: value[0] for key, value in response.json()[-1]["saved"].items()}
+    assert created[0]["id"] > int(saved["/subjects/import_s"].rsplit("/", 1)[1])
+    assert api.get(saved["/subjects/import_s"]).json()["title"] == "Imported topic"
+    assert api.get(created[0]["uri"]).json()["title"] == "Meanwhile"
+    series = api.get(saved[f"/repositories/{repo}/archival_objects/import_series"]).json()
+    assert series["subjects"] == [{"ref": saved["/subjects/import_s"]}]
+
+
+def test_an_import_whose_value_lists_change_while_it_is_validated_is_checked_again_and_stored(api, repo, monkeypatch):
+    from fonds.records import value_lists
+
+    service = api.client.app.state.fonds.records
+
+    def change_the_lists():
+        with service.db.write() as conn:
+            value_lists.bump_generation(conn)
+
+    validating_with(monkeypatch, change_the_lists)
+    response = api.post(f"/repositories/{repo}/batch_imports", json=archive(repo))
+    assert response.status_code == 200, response.text
+    saved = {key: value[0] for key, value in response.json()[-1]["saved"].items()}
+    item = api.get(saved[f"/repositories/{repo}/archival_objects/import_item"]).json()
+    assert (item["title"], item["level"]) == ("Item", "item")
+    assert item["parent"]["ref"] == saved[f"/repositories/{repo}/archival_objects/import_series"]

@@ -2,10 +2,13 @@
 temporary URIs (`/repositories/2/resources/import_1`), created in one transaction in an order
 where every record comes after the records it refers to. All or none.
 
-Every record's id is allocated first, and each record's temporary refs are replaced by the URIs
-the records will have as it is validated (normalisation copies every ref object anyway), so the
-ref checks and the batch write path (records/writes.py) see ordinary URIs; the order of creation
-is worked out from the validated records' refs."""
+Every record's id is reserved first, in a short transaction of its own, and each record's
+temporary refs are replaced by the URIs the records will have as it is validated (normalisation
+copies every ref object anyway), so the ref checks and the batch write path (records/writes.py)
+see ordinary URIs; the order of creation is worked out from the validated records' refs. Only
+the write itself holds the write lock: another import's records are validated meanwhile (on
+SQLite, while this one's rows are stored, which releases the interpreter), and single writes
+wait for the write alone."""
 
 from __future__ import annotations
 
@@ -18,9 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fonds.errors import Denied, Invalid, nested_under
+from fonds.records import value_lists
 from fonds.records.registry import RecordType
 from fonds.records.validation import find_refs
 from fonds.records.writes import Batch, NewRecord
+from fonds.storage import records as store
 from fonds.storage.db import bulk_page_cache
 
 FIELD = "batch_import"
@@ -157,9 +162,9 @@ def import_batch(
     """Create every record in one write transaction of its own: all or none. Takes `records`
     over: the list is emptied as the import goes (`parse_entries`).
 
-    The records are read and checked against the actor's permissions before the write begins,
-    and let go after it commits: the write lock is held only while it is needed. Ids are
-    allocated first in the write, so every temporary ref is replaced as its record is validated."""
+    The write lock is held only for the write: the records' ids are reserved first (their own
+    short transaction), so every temporary ref is replaced as its record is validated, in a read
+    transaction, while other writes go on (another import's included)."""
     with BULK_IMPORTS.one():
         # Its records are let go as `_import` returns, before the collector is back on.
         return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
@@ -171,35 +176,40 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     for record_type in {entry.record_type.name: entry.record_type for entry in entries}.values():
         if not may_create(record_type):
             raise Denied()
+    ids = _reserved(service, entries)
+    scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
+    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    # No transaction is held open while they are validated (a long read would keep SQLite from
+    # checkpointing its log, PostgreSQL from vacuuming): the lists' generation is checked again in the write.
+    lists = service.value_lists.refresh()
+    items = _validated(service, entries, created, ids, scope)
+    # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
+    member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
+    items = creation_order(items, member_at)
     with service.db.write() as conn, bulk_page_cache(conn):
-        batch = Batch(service, conn, actor)
-        ids = _allocated(batch, entries)
-        scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
-        created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
-        items = _validated(service, conn, entries, created, ids, scope)
-        # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
-        member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
-        batch.create(creation_order(items, member_at), progress=progress)
+        if value_lists.generation(conn) != lists.generation:
+            _validated_again(service, conn, items)
+        Batch(service, conn, actor).create(items, progress=progress)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
     return Imported(saved, {e.record_type.name for e in entries}, len(entries))
 
 
-def _allocated(batch: Batch, entries: list[Entry]) -> dict[int, int]:
-    """{entry index: the id of the record it creates}."""
+def _reserved(service, entries: list[Entry]) -> dict[int, int]:
+    """{entry index: the id of the record it creates}, reserved in a transaction of its own."""
     by_type: dict[str, list[Entry]] = {}
     for entry in entries:
         by_type.setdefault(entry.record_type.name, []).append(entry)
     ids: dict[int, int] = {}
-    for members in by_type.values():
-        ids.update(zip((e.index for e in members), batch.allocate(members[0].record_type, len(members))))
+    with service.db.write() as conn:
+        for name, members in by_type.items():
+            ids.update(zip((e.index for e in members), store.reserve_ids(conn, conn.info["fonds_tables"][name], len(members))))
     return ids
 
 
-def _validated(service, conn, entries: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict) -> list[NewRecord]:
+def _validated(service, entries: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict) -> list[NewRecord]:
     """Each record, in the order given, validated as a new record of its type with its temporary
-    refs replaced, and the refs it holds then."""
+    refs replaced, and the refs it holds then (the caller refreshed the value lists)."""
     schemas = service.schemas
-    service.value_lists.refresh(conn)
     items = []
     for entry in entries:
         doc, entry.doc = entry.doc, None
@@ -212,3 +222,14 @@ def _validated(service, conn, entries: list[Entry], created: dict[str, str], ids
         refs = find_refs(schemas, schemas[entry.record_type.name], clean)
         items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index], refs=refs))
     return items
+
+
+def _validated_again(service, conn, items: list[NewRecord]) -> None:
+    """A value list changed while the records were validated: each is checked again against the
+    lists as they are in the write transaction (a value removed meanwhile is refused)."""
+    service.value_lists.refresh(conn)
+    for item in items:
+        try:
+            item.doc, _, _ = service.prepare_doc(item.record_type, item.doc, creating=True, refresh=False)
+        except Invalid as error:
+            raise nested_under(error, item.label) from None

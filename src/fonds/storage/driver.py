@@ -37,3 +37,10 @@ def scalar(conn: Connection, statement: str, parameters: tuple | dict = ()):
     """The single value of a one-row, one-column statement."""
     (value,) = rows(conn, statement, parameters)[0]
     return value
+
+
+def execute(conn: Connection, statement: str, parameters: tuple | dict = ()) -> int:
+    """Run a statement that returns no rows; how many rows it changed."""
+    with cursor(conn, statement, parameters) as found:
+        found.execute(statement, parameters)
+        return found.rowcount

@@ -45,6 +45,19 @@ def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
     return list(range(last + 1, last + 1 + count))
 
 
+def reserve_ids(conn: Connection, table: Table, count: int) -> list[int]:
+    """`allocate_ids`, for rows written by a later transaction: once this one commits, no other
+    writer is handed these ids (SQLite: AUTOINCREMENT's counter is moved past them; PostgreSQL's
+    sequence never hands an id out twice). Ids of rows never written are skipped, as a rolled
+    back insert's are."""
+    ids = allocate_ids(conn, table, count)
+    if ids and conn.dialect.name == "sqlite":
+        params = (ids[-1], table.name)
+        if driver.execute(conn, "UPDATE sqlite_sequence SET seq = ? WHERE name = ?", params) == 0:
+            driver.execute(conn, "INSERT INTO sqlite_sequence (seq, name) VALUES (?, ?)", params)
+    return ids
+
+
 def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
     """Insert complete rows (ids included; every row holds the keys of the first): `insert_values`."""
     if not rows:
