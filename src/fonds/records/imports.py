@@ -163,8 +163,8 @@ def import_batch(
     over: the list is emptied as the import goes (`parse_entries`).
 
     The write lock is held only for the write: the records' ids are reserved first (their own
-    short transaction), so every temporary ref is replaced as its record is validated, in a read
-    transaction, while other writes go on (another import's included)."""
+    short transaction), so every temporary ref is replaced as its record is validated, outside
+    any transaction, while other writes go on (another import's included)."""
     with BULK_IMPORTS.one():
         # Its records are let go as `_import` returns, before the collector is back on.
         return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
@@ -226,7 +226,8 @@ def _validated(service, entries: list[Entry], created: dict[str, str], ids: dict
 
 def _validated_again(service, conn, items: list[NewRecord]) -> None:
     """A value list changed while the records were validated: each is checked again against the
-    lists as they are in the write transaction (a value removed meanwhile is refused)."""
+    lists as they are in the write transaction (a value they no longer hold is refused, or kept
+    with a warning in an editable list, as in any create)."""
     service.value_lists.refresh(conn)
     for item in items:
         try:
