@@ -34,11 +34,19 @@ BATCH = 1000
 # load: Python's object heap peaked ~32 MB higher at 100,000 records, and the few objects that
 # outlive each batch keep such memory from going back (at rest, 13-16 MB more RSS).
 BUILD_SLICE = 200
-# tantivy's indexing buffer: a rebuild writes millions of documents and fewer, larger segments
-# merge faster; the live indexer commits at most BATCH changes (and their dependents) at a time,
-# a few MB of postings, and its buffer is resident in the server's memory while it fills.
+# tantivy's indexing buffer: `fonds reindex` writes millions of documents and fewer, larger
+# segments merge faster; the live indexer commits at most BATCH changes (and their dependents)
+# at a time, a few MB of postings, and its buffer is resident in the server's memory while it
+# fills, so the server's own rebuilds use it too (100,000 records: 36 s with it, 30 s with the
+# larger one, which raised RSS by 60 MB while it ran).
 REBUILD_WRITER_HEAP = 64_000_000
 LIVE_WRITER_HEAP = 16_000_000  # tantivy's least for one indexing thread is 15 MB
+# A backlog of more changes than the index holds documents (a bulk load into a new or small
+# archive) is caught up by rebuilding the index: a rebuild builds each record once, with no
+# dependents to look for and a commit at the end (100,000 records loaded, same host: applied
+# in 56-69 s, rebuilt in 37-44 s, RSS at rest 162-165 -> 155 MB). A small backlog is applied
+# change by change, which makes the first of them searchable at once.
+REBUILD_BACKLOG_MINIMUM = 10_000
 Built = tuple[dict, tantivy.Document] | None
 
 
@@ -107,17 +115,27 @@ def indexed_record(index: tantivy.Index, uri: str, searcher: tantivy.Searcher | 
     return orjson.loads(orjson.loads(stored)["json"])
 
 
-def rebuild(directory: IndexDirectory, db: Database, builder: DocumentBuilder, progress: Callable[[int], None] | None = None) -> str:
+def rebuild(
+    directory: IndexDirectory,
+    db: Database,
+    builder: DocumentBuilder,
+    progress: Callable[[int], None] | None = None,
+    *,
+    heap: int = REBUILD_WRITER_HEAP,
+    pause: Callable[[], None] = lambda: None,
+) -> str:
     """Build a new generation from the database and make it live; returns its name. Changes
-    committed while it runs are applied afterwards by the indexer (from the head read first)."""
+    committed while it runs are applied afterwards by the indexer (from the head read first).
+    `pause` is called before each batch of records (the server's indexer waits there while
+    imports run)."""
     build, index = directory.start_build()
     try:
-        writer = index.writer(REBUILD_WRITER_HEAP, 1)
+        writer = index.writer(heap, 1)
         with db.read() as conn:
             head = change_log.head(conn)
         for record_type in builder.registry:
             if record_type.search is not None:
-                _index_all(db, builder, writer, record_type, progress)
+                _index_all(db, builder, writer, record_type, progress, pause)
         writer.commit()
         writer.wait_merging_threads()
     except BaseException:
@@ -126,9 +144,10 @@ def rebuild(directory: IndexDirectory, db: Database, builder: DocumentBuilder, p
     return directory.publish(build, head)
 
 
-def _index_all(db, builder: DocumentBuilder, writer, record_type, progress) -> None:
+def _index_all(db, builder: DocumentBuilder, writer, record_type, progress, pause) -> None:
     after = 0
     while True:
+        pause()
         with db.read() as conn:
             table = conn.info["fonds_tables"][record_type.name]
             rows = conn.execute(select(table.c.id, table.c.repo_id).where(table.c.id > after).order_by(table.c.id).limit(BATCH)).all()
@@ -161,6 +180,8 @@ class Indexer:
         self.index: tantivy.Index | None = None
         self.writer = None
         self.applied = 0
+        # Called between a rebuild's batches (IndexerThread: waits while imports run).
+        self.pause: Callable[[], None] = lambda: None
 
     def open(self, *, force_rebuild: bool = False) -> None:
         """Open the live generation, rebuilding it when it is missing, unreadable or older than
@@ -177,9 +198,15 @@ class Indexer:
                 raise IndexUnavailable(f"index at change {applied} but the log starts at {oldest}")
         except IndexUnavailable as why:
             log.warning("search index %s: rebuilding from the database", why)
-            name = rebuild(self.directory, self.db, self.builder)
-            index, applied = self.directory.open(name), self.directory.applied(name)
+            self._rebuild()
+            return
         self._switch_to(name, index, applied)
+
+    def _rebuild(self, *, between_imports: bool = False) -> None:
+        """`between_imports`: wait while imports run (`pause`) before each batch of records."""
+        pause = self.pause if between_imports else (lambda: None)
+        name = rebuild(self.directory, self.db, self.builder, heap=LIVE_WRITER_HEAP, pause=pause)
+        self._switch_to(name, self.directory.open(name), self.directory.applied(name))
 
     def _switch_to(self, name: str, index: tantivy.Index, applied: int) -> None:
         self.close_writer()
@@ -199,17 +226,22 @@ class Indexer:
         return True
 
     def apply_pending(self) -> int:
-        """Apply the next batch of changes; returns how many were applied."""
+        """Apply the next batch of changes, or all of them by rebuilding the index when only a
+        rebuild is complete or it is complete sooner; returns how many were applied."""
         with self.db.read() as conn:
             changes = change_log.read_after(conn, self.applied, BATCH)
             if not changes:
                 return 0
-            if changes[0].seq > self.applied + 1 and change_log.first(conn) == changes[0].seq:
-                # The log was pruned past what this index has applied: only a rebuild is complete.
-                log.warning("search index at change %d but the change log now starts at %d: rebuilding", self.applied, changes[0].seq)
-                self.open(force_rebuild=True)
-                return 1
-            self._replace_documents(conn, [change.uri for change in changes])
+            pruned = self._pruned_past(conn, changes)
+            behind = None if pruned else self._far_behind(conn)
+            if pruned is None and behind is None:
+                self._replace_documents(conn, [change.uri for change in changes])
+        if pruned or behind:
+            # Outside the read: a rebuild reads batch after batch, each in a transaction of its own.
+            log.warning("search index %s: rebuilding it", pruned or behind)
+            # A backlog's rebuild waits while imports run, as applying the backlog would.
+            self._rebuild(between_imports=behind is not None)
+            return len(changes)
         try:
             self.writer.commit()
         except BaseException:
@@ -219,6 +251,19 @@ class Indexer:
         self.index.reload()
         self.applied = changes[-1].seq
         return len(changes)
+
+    def _pruned_past(self, conn, changes: list) -> str | None:
+        """Why only a rebuild is complete: the log was pruned past what this index has applied."""
+        if changes[0].seq > self.applied + 1 and change_log.first(conn) == changes[0].seq:
+            return f"at change {self.applied} but the change log now starts at {changes[0].seq}"
+        return None
+
+    def _far_behind(self, conn) -> str | None:
+        """Why a rebuild is complete sooner than applying the changes (REBUILD_BACKLOG_MINIMUM)."""
+        backlog = change_log.head(conn) - self.applied
+        if backlog > max(REBUILD_BACKLOG_MINIMUM, self.index.searcher().num_docs):
+            return f"{backlog} changes behind, more than it holds documents"
+        return None
 
     def _replace_documents(self, conn, uris: list[str]) -> None:
         """Replace, in the writer, the documents of `uris` and of the records depending on them,
@@ -274,6 +319,7 @@ class IndexerThread(threading.Thread):
         self.wake = threading.Event()
         self.hurried = threading.Event()
         self.stopping = threading.Event()
+        indexer.pause = self._wait_for_imports
 
     def run(self) -> None:
         # One writer per index directory: the other workers wait here, and one of them takes
@@ -315,6 +361,11 @@ class IndexerThread(threading.Thread):
         A search waiting for its changes (`hurry`) does not wait for the imports' quiet period."""
         quiet = 0 if self.hurried.is_set() else BULK_IMPORTS.QUIET_SECONDS
         return BULK_IMPORTS.wait_until_quiet(self.POLL_SECONDS, quiet)
+
+    def _wait_for_imports(self) -> None:
+        """Between a rebuild's batches, as between the batches of changes applied."""
+        while not self.stopping.is_set() and not self._no_import_running():
+            pass
 
     def hurry(self) -> None:
         """Apply the changes now: a search is waiting for them."""
