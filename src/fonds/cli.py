@@ -166,17 +166,25 @@ def import_records(
         console.print(f"[red]Not JSON:[/red] {exc}")
         raise typer.Exit(2) from None
     services = _services(config)
-    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(show_speed=True), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(show_speed=True),
+        TimeRemainingColumn(),
+    )
     try:
         with Progress(*columns, console=console) as bar:
-            task = bar.add_task("import", total=len(records) if isinstance(records, list) else 0)
+            total = len(records) if isinstance(records, list) else 0
+            # A bar for each step: the records are all validated before the first is written.
+            tasks = {step: bar.add_task(step, total=total) for step in ("validated", "written")}
             imported = import_batch(
                 services.records,
                 records,
                 repo_id=repository,
                 actor=SYSTEM,
                 may_create=lambda record_type: True,
-                progress=lambda done: bar.update(task, completed=done),
+                progress=lambda step, done: bar.update(tasks[step], completed=done),
             )
         statistics.after_bulk_load(services.db, imported.types, imported.count)
     except FondsError as exc:

@@ -4,6 +4,7 @@ temporary URIs, created in dependency order, all or none."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 from tests.factories import make_user
@@ -107,6 +108,8 @@ def test_fonds_import_reads_json_lines_and_reports_the_mapping(app, api, repo, s
     result = run_cli(settings, "import", str(lines), "--repository", str(repo))
     assert result.exit_code == 0, result.output
     assert "Imported 4 records" in result.output and "/subjects/import_s" in result.output
+    # The progress shows both steps, each complete: every record is validated before any is written.
+    assert re.search(r"validated\W+4/4", result.output) and re.search(r"written\W+4/4", result.output), result.output
     assert count(api, f"/repositories/{repo}/archival_objects") == 2
     again = run_cli(settings, "import", str(lines), "--repository", str(repo))
     assert again.exit_code == 1 and "Nothing imported" in again.output  # the resource identifier is taken now

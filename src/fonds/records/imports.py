@@ -157,10 +157,17 @@ BULK_IMPORTS = BulkImports()
 
 
 def import_batch(
-    service, records, *, repo_id: int, actor, may_create: Callable[[RecordType], bool], progress: Callable[[int], None] | None = None
+    service,
+    records,
+    *,
+    repo_id: int,
+    actor,
+    may_create: Callable[[RecordType], bool],
+    progress: Callable[[str, int], None] | None = None,
 ) -> Imported:
     """Create every record in one write transaction of its own: all or none. Takes `records`
-    over: the list is emptied as the import goes (`parse_entries`).
+    over: the list is emptied as the import goes (`parse_entries`). `progress(step, done)`:
+    how many records are done with each step, `validated` then `written`.
 
     The write lock is held only for the write: the records' ids are reserved first (their own
     short transaction), so every temporary ref is replaced as its record is validated, outside
@@ -182,14 +189,14 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     # No transaction is held open while they are validated (a long read would keep SQLite from
     # checkpointing its log, PostgreSQL from vacuuming): the lists' generation is checked again in the write.
     lists = service.value_lists.refresh()
-    items = _validated(service, entries, created, ids, scope)
+    items = _validated(service, entries, created, ids, scope, progress=_step(progress, "validated"))
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
     items = creation_order(items, member_at)
     with service.db.write() as conn, bulk_page_cache(conn):
         if value_lists.generation(conn) != lists.generation:
             _validated_again(service, conn, items)
-        Batch(service, conn, actor).create(items, progress=progress)
+        Batch(service, conn, actor).create(items, progress=_step(progress, "written"))
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
     return Imported(saved, {e.record_type.name for e in entries}, len(entries))
 
@@ -206,12 +213,18 @@ def _reserved(service, entries: list[Entry]) -> dict[int, int]:
     return ids
 
 
-def _validated(service, entries: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict) -> list[NewRecord]:
+def _step(progress: Callable[[str, int], None] | None, step: str) -> Callable[[int], None] | None:
+    return None if progress is None else lambda done: progress(step, done)
+
+
+def _validated(
+    service, entries: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict, *, progress: Callable[[int], None] | None
+) -> list[NewRecord]:
     """Each record, in the order given, validated as a new record of its type with its temporary
     refs replaced, and the refs it holds then (the caller refreshed the value lists)."""
     schemas = service.schemas
     items = []
-    for entry in entries:
+    for done, entry in enumerate(entries, 1):
         doc, entry.doc = entry.doc, None
         doc.pop("uri", None)
         label = f"{FIELD}/{entry.index}"
@@ -221,6 +234,8 @@ def _validated(service, entries: list[Entry], created: dict[str, str], ids: dict
             raise nested_under(error, label) from None
         refs = find_refs(schemas, schemas[entry.record_type.name], clean)
         items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index], refs=refs))
+        if progress is not None:
+            progress(done)
     return items
 
 
