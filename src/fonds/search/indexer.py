@@ -180,8 +180,6 @@ class Indexer:
         self.index: tantivy.Index | None = None
         self.writer = None
         self.applied = 0
-        # Called between a rebuild's batches (IndexerThread: waits while imports run).
-        self.pause: Callable[[], None] = lambda: None
 
     def open(self, *, force_rebuild: bool = False) -> None:
         """Open the live generation, rebuilding it when it is missing, unreadable or older than
@@ -202,9 +200,7 @@ class Indexer:
             return
         self._switch_to(name, index, applied)
 
-    def _rebuild(self, *, between_imports: bool = False) -> None:
-        """`between_imports`: wait while imports run (`pause`) before each batch of records."""
-        pause = self.pause if between_imports else (lambda: None)
+    def _rebuild(self, pause: Callable[[], None] = lambda: None) -> None:
         name = rebuild(self.directory, self.db, self.builder, heap=LIVE_WRITER_HEAP, pause=pause)
         self._switch_to(name, self.directory.open(name), self.directory.applied(name))
 
@@ -225,9 +221,11 @@ class Indexer:
             self._switch_to(name, self.directory.open(name), self.directory.applied(name))
         return True
 
-    def apply_pending(self) -> int:
+    def apply_pending(self, pause: Callable[[], None] = lambda: None) -> int:
         """Apply the next batch of changes, or all of them by rebuilding the index when only a
-        rebuild is complete or it is complete sooner; returns how many were applied."""
+        rebuild is complete or it is complete sooner; returns how many were applied. `pause`:
+        called between the batches of a rebuild a backlog brought (waits while imports run, as
+        applying the backlog would)."""
         with self.db.read() as conn:
             changes = change_log.read_after(conn, self.applied, BATCH)
             if not changes:
@@ -239,8 +237,7 @@ class Indexer:
         if pruned or behind:
             # Outside the read: a rebuild reads batch after batch, each in a transaction of its own.
             log.warning("search index %s: rebuilding it", pruned or behind)
-            # A backlog's rebuild waits while imports run, as applying the backlog would.
-            self._rebuild(between_imports=behind is not None)
+            self._rebuild(pause if behind else lambda: None)
             return len(changes)
         try:
             self.writer.commit()
@@ -319,7 +316,6 @@ class IndexerThread(threading.Thread):
         self.wake = threading.Event()
         self.hurried = threading.Event()
         self.stopping = threading.Event()
-        indexer.pause = self._wait_for_imports
 
     def run(self) -> None:
         # One writer per index directory: the other workers wait here, and one of them takes
@@ -346,7 +342,11 @@ class IndexerThread(threading.Thread):
             self.stopping.wait()
         while not self.stopping.is_set():
             self.indexer.follow_rebuild()
-            while self._no_import_running() and (applied := self.indexer.apply_pending()) and not self.stopping.is_set():
+            while (
+                self._no_import_running()
+                and (applied := self.indexer.apply_pending(pause=self._wait_for_imports))
+                and not self.stopping.is_set()
+            ):
                 self.on_applied()
                 if applied < BATCH:
                     self.hurried.wait(self.GATHER_SECONDS)
