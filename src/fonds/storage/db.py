@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DisconnectionError
 
 from fonds.storage import driver
 
@@ -77,6 +79,30 @@ def _configure_sqlite(engine: Engine) -> None:
         driver.rows(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _replace_dropped_connections(engine: Engine) -> None:
+    """PostgreSQL: a pooled connection the server has closed (a restart, `pg_terminate_backend`,
+    an idle-session timeout) is replaced before it is used. An idle connection has nothing to
+    read unless the server said goodbye and closed it, so looking at its socket tells, without
+    the round trip of SQLAlchemy's `pool_pre_ping` (measured: 160 µs of CPU per checkout, a
+    quarter of a short transaction's)."""
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection, _record, _proxy):
+        if _closed_by_server(dbapi_connection):
+            # The pool drops it and checks out another (or opens one).
+            raise DisconnectionError("the database server closed this connection")
+
+
+def _closed_by_server(dbapi_connection) -> bool:
+    if dbapi_connection.closed or dbapi_connection.broken:
+        return True
+    try:
+        readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 # A bulk write's page cache (a connection's is SQLITE_CACHE_KIB): a transaction whose changed
 # pages outgrow the cache writes them out and reads them back as it goes, which about doubled the
 # time a large insert took. Only for the transaction's length: the connection returns to the pool
@@ -119,11 +145,11 @@ class Database:
                 self.url,
                 pool_size=REQUEST_THREADS,
                 max_overflow=REQUEST_THREADS,
-                pool_pre_ping=True,
                 pool_use_lifo=True,
                 hide_parameters=True,
                 connect_args={"options": pg_options(self.url)},
             )
+            _replace_dropped_connections(self.engine)
         # hide_parameters: a logged database error must not carry a password hash or token hash.
         # SQLite has one writer: queue writers of this process here instead of on the file lock.
         self._write_lock = threading.Lock() if self.kind == "sqlite" else None
