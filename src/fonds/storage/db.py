@@ -83,8 +83,8 @@ def _replace_dropped_connections(engine: Engine) -> None:
     """PostgreSQL: a pooled connection the server has closed (a restart, `pg_terminate_backend`,
     an idle-session timeout) is replaced before it is used. An idle connection has nothing to
     read unless the server said goodbye and closed it, so looking at its socket tells, without
-    the round trip of SQLAlchemy's `pool_pre_ping` (measured: 160 µs of CPU per checkout, a
-    quarter of a short transaction's)."""
+    the round trip of SQLAlchemy's `pool_pre_ping` (a one-statement read transaction: 371 µs of
+    CPU with it, 289 with this)."""
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_connection, _record, _proxy):
