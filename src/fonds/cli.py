@@ -76,8 +76,9 @@ def serve(
 
 @db_cli.command("prepare")
 def db_prepare(config: ConfigOption = None):
-    """Apply pending migrations and create what a first start creates (the admin user, the value
-    lists); `fonds serve` does this itself before it starts listening."""
+    """Apply pending migrations and create what a first start creates (the admin user, the value lists).
+
+    `fonds serve` does this itself, in a child process, before it starts listening."""
     from fonds.app import open_services
 
     open_services(_settings(config)).db.dispose()
