@@ -97,10 +97,12 @@ def _closed_by_server(dbapi_connection) -> bool:
     if dbapi_connection.closed or dbapi_connection.broken:
         return True
     try:
-        readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+        # poll, not select: select refuses descriptors past 1,023, which a busy process reaches.
+        waiting = select.poll()
+        waiting.register(dbapi_connection.fileno(), select.POLLIN)
+        return bool(waiting.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 # A bulk write's page cache (a connection's is SQLITE_CACHE_KIB): a transaction whose changed
