@@ -84,6 +84,8 @@ def test_fonds_serve_answers_over_real_http(tmp_path, settings):
         # The database was prepared by a child that is gone: nothing lingers beside the server
         # holding memory (multiprocessing's resource tracker did, 15 MB).
         assert Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split() == []
+        # The command became the server (same process): the command line's libraries stay out of it.
+        assert Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"fonds.server"]
         with httpx.Client(base_url=base, timeout=10) as http:
             assert http.get("/version").text == f"Fonds (v{__version__})"
             assert http.post("/users/admin/login", data={"password": "wrong"}).status_code == 403

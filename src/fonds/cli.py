@@ -45,9 +45,7 @@ def serve(
     import subprocess
     import sys
 
-    import uvicorn
-
-    from fonds.log_config import uvicorn_log_config
+    from fonds import server
 
     settings = _settings(config)
     if config is not None:
@@ -61,17 +59,13 @@ def serve(
         console.print("[red]The database could not be prepared[/red] (the error is above)")
         raise typer.Exit(1)
     console.print(f"Fonds listening on http://{host}:{port} (database: {settings.effective_database_url.split('://')[0]})")
-    uvicorn.run(
-        "fonds.app:app_from_environment",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        log_config=uvicorn_log_config(),
-        # The app writes its own (fonds.api.access_log), the same lines at a fraction of the cost.
-        access_log=False,
-    )
+    if os.name != "posix":  # no exec that keeps the process: serve from this one
+        server.run(host, port, workers)
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    arguments = server.command(host, port, workers)
+    os.execv(arguments[0], arguments)
 
 
 @db_cli.command("prepare")
