@@ -13,7 +13,7 @@ from sqlalchemy import bindparam, update
 
 from fonds.storage import change_log
 from fonds.storage import records as store
-from fonds.storage.chunks import chunked
+from fonds.storage.chunks import in_chunks
 
 
 def rewrite_records(
@@ -41,7 +41,7 @@ def rewrite_records(
         .values(json=bindparam("b_json"), lock_version=bindparam("b_lock_version"), **values)
     )
     rewritten = []
-    for chunk in chunked(sorted(set(ids))):
+    for chunk in in_chunks(sorted(set(ids))):
         params, changes = [], []
         for row in store.fetch_many(conn, table, chunk):
             doc = orjson.loads(row.json)

@@ -15,7 +15,7 @@ from fonds.records.registry import RecordType, Registry
 from fonds.search.catalog import FieldCatalog, FieldKind
 from fonds.search.dates import parse_date_interval
 from fonds.search.fields import STORED_DOCUMENT
-from fonds.storage.chunks import chunked
+from fonds.storage.chunks import in_chunks
 
 # Keys whose values are plumbing, not words anyone searches for.
 NOT_FULL_TEXT = frozenset(
@@ -69,7 +69,7 @@ class LinkedTitles:
             # A linked record's title is derived when it is written: its stored JSON holds it, so
             # the fields computed at read time (an agent's, from every record linking it) are skipped.
             record_type, table = registry[name], conn.info["fonds_tables"][name]
-            for chunk in chunked(ids):
+            for chunk in in_chunks(ids):
                 for (body,) in conn.execute(select(table.c.json).where(table.c.id.in_(chunk))):
                     doc = orjson.loads(body)
                     self._titles[doc["uri"]] = record_type.search.title(doc) or ""
@@ -84,7 +84,7 @@ def load_records(conn, record_type: RecordType, ids: list[int], render) -> dict[
     table = conn.info["fonds_tables"][record_type.name]
     found: dict[int, tuple[dict, bytes]] = {}
     hidden = record_type.hooks.list_filter(table)
-    for chunk in chunked(ids):
+    for chunk in in_chunks(ids):
         where = [table.c.id.in_(chunk)] if hidden is None else [table.c.id.in_(chunk), hidden]
         rows = conn.execute(select(table).where(*where)).all()
         for row, body in zip(rows, render(conn, record_type, rows)):

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, Row, Table, bindparam, delete, insert, select, tuple_, update
 
 from fonds.storage import driver
-from fonds.storage.chunks import chunked, execute_in, select_in
+from fonds.storage.chunks import chunked, execute_in, in_chunks, select_in
 
 # Rows per executemany: with ~15 columns, far below PostgreSQL's 65,535 parameters a statement.
 ROWS_PER_STATEMENT = 1000
@@ -150,7 +150,7 @@ def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list
     head = f"SELECT id, {quote(last)} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in leading)
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
-        for chunk in chunked(lasts):
+        for chunk in in_chunks(lasts):
             rows = driver.rows(conn, f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
             found.update(((*prefix, row[1]), row[0]) for row in rows)
     return found

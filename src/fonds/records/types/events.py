@@ -14,6 +14,7 @@ from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RefRule, Scope, UniqueKey, text_column
 from fonds.records.search_spec import LINKED_AGENTS, DocumentField, SearchSpec, copied
+from fonds.storage.chunks import select_in
 
 EVENT = "event"
 LINKED_RECORDS = "linked_records/*"
@@ -56,10 +57,11 @@ def linked_events(conn, record_type: str, ids: list[int]) -> list[dict]:
             select(links.c.target_id, events.c.id, events.c.repo_id)
             .distinct()
             .join(events, and_(events.c.id == links.c.source_id, links.c.source_type == EVENT))
-            .where(links.c.target_type == record_type, links.c.target_id.in_(ids), links.c.field == LINKED_RECORDS)
+            .where(links.c.target_type == record_type, links.c.field == LINKED_RECORDS)
             .order_by(links.c.target_id, events.c.id)
         )
-        for target_id, event_id, repo_id in conn.execute(statement):
+        rows = select_in(conn, lambda chunk: statement.where(links.c.target_id.in_(chunk)), ids)
+        for target_id, event_id, repo_id in rows:
             found[target_id].append({"ref": f"/repositories/{repo_id}/events/{event_id}"})
     return [{"linked_events": found.get(i, [])} for i in ids]
 

@@ -1,0 +1,75 @@
+"""IN lists (fonds.storage.chunks): what a bulk load and its indexing send the database. Each
+length of an IN list is a statement of its own, which SQLite prepares and keeps per connection;
+lists are padded to a few lengths, which must change no result."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from sqlalchemy import event
+
+from fonds.storage.chunks import IN_LENGTHS
+from tests.search.helpers import search
+
+PLACEHOLDER = r"(?:\?|%s|%\(\w+\)s)"
+IN_LIST = re.compile(rf"IN \(({PLACEHOLDER}(?:, {PLACEHOLDER})*)\)")
+BATCHES = 9
+
+
+def batch(repo: int, n: int) -> list[dict]:
+    """Batch `n`: 7n + 3 accessions, the k-th linking k % 11 + 1 of the batch's 5n + 2 subjects."""
+    subjects = [
+        {
+            "jsonmodel_type": "subject",
+            "uri": f"/subjects/tmp_{n}_{s}",
+            "source": "local",
+            "terms": [{"term": f"Chunked {n}-{s}", "term_type": "topical"}],
+        }
+        for s in range(5 * n + 2)
+    ]
+    accessions = [
+        {
+            "jsonmodel_type": "accession",
+            "title": f"Chunked accession {n}-{k}",
+            "id_0": f"CH-{n}-{k}",
+            "subjects": [{"ref": f"/subjects/tmp_{n}_{(k + s) % len(subjects)}"} for s in range(k % 11 + 1)],
+        }
+        for k in range(7 * n + 3)
+    ]
+    return subjects + accessions
+
+
+def in_list_lengths(statements: list[str]) -> dict[str, set[int]]:
+    """{statement with its IN lists elided: the lengths its lists were sent with}."""
+    lengths: dict[str, set[int]] = defaultdict(set)
+    for sql in statements:
+        found = IN_LIST.findall(sql)
+        if found:
+            lengths[IN_LIST.sub("IN (…)", sql)].update(len(re.findall(PLACEHOLDER, group)) for group in found)
+    return lengths
+
+
+def test_a_bulk_load_and_its_indexing_send_in_lists_of_a_few_lengths(app, api, repo):
+    statements: list[str] = []
+    engine = app.state.fonds.db.engine
+    record = lambda conn, cursor, sql, *rest: statements.append(sql)  # noqa: E731
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        for n in range(BATCHES):
+            response = api.post(f"/repositories/{repo}/batch_imports", json=batch(repo, n))
+            assert response.status_code == 200, response.text
+        # A search waits for the indexer to apply every change.
+        found = search(api, f"/repositories/{repo}/search", q="Chunked", type=["accession"]).json()
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert found["total_hits"] == sum(7 * n + 3 for n in range(BATCHES))
+    # Every accession kept its subjects (found through lists padded with repeated ids).
+    for accession in api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json()[-40:]:
+        doc = api.get(f"/repositories/{repo}/accessions/{accession}").json()
+        k = int(doc["id_1"] if doc.get("id_1") else doc["title"].rsplit("-", 1)[1])
+        assert len(doc["subjects"]) == k % 11 + 1 == len({s["ref"] for s in doc["subjects"]})
+    lengths = in_list_lengths(statements)
+    assert lengths, "no IN list was sent"
+    bad = [f"{sorted(sent)}: {sql[:200]}" for sql, sent in lengths.items() if not sent <= set(IN_LENGTHS)]
+    assert not bad, "\n".join(bad)
