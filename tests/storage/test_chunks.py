@@ -12,7 +12,8 @@ from sqlalchemy import event
 from fonds.storage.chunks import IN_LENGTHS
 from tests.search.helpers import search
 
-PLACEHOLDER = r"(?:\?|%s|%\(\w+\)s)"
+# SQLite: `?`; PostgreSQL (psycopg): `%(name)s`, with a cast after it.
+PLACEHOLDER = r"(?:\?|%s|%\(\w+\)s)(?:::\w+)?"
 IN_LIST = re.compile(rf"IN \(({PLACEHOLDER}(?:, {PLACEHOLDER})*)\)")
 BATCHES = 9
 
@@ -73,3 +74,20 @@ def test_a_bulk_load_and_its_indexing_send_in_lists_of_a_few_lengths(app, api, r
     assert lengths, "no IN list was sent"
     bad = [f"{sorted(sent)}: {sql[:200]}" for sql, sent in lengths.items() if not sent <= set(IN_LENGTHS)]
     assert not bad, "\n".join(bad)
+
+
+def test_connections_that_ran_bulk_work_are_closed_not_pooled(app, api, repo):
+    """Their statement caches hold the bulk work's largest statements (SQLite; PostgreSQL keeps
+    prepared statements in the server)."""
+    engine = app.state.fonds.db.engine
+    closed: list[object] = []
+    record = lambda dbapi_connection: closed.append(dbapi_connection)  # noqa: E731
+    event.listen(engine, "close_detached", record)
+    try:
+        response = api.post(f"/repositories/{repo}/batch_imports", json=batch(repo, 3))
+        assert response.status_code == 200, response.text
+    finally:
+        event.remove(engine, "close_detached", record)
+    # SQLite: the import's connection (and those of an index rebuild the new app may be running).
+    assert len(closed) >= 1 if engine.dialect.name == "sqlite" else closed == []
+    assert api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json()

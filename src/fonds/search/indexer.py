@@ -24,7 +24,7 @@ from fonds.search.fields import STORED_DOCUMENT
 from fonds.search.index import IndexDirectory, IndexUnavailable, WriterLock
 from fonds.storage import change_log
 from fonds.storage import records as store
-from fonds.storage.db import Database
+from fonds.storage.db import Database, leave_pool
 
 log = logging.getLogger("fonds.search")
 BATCH = 1000
@@ -149,6 +149,7 @@ def _index_all(db, builder: DocumentBuilder, writer, record_type, progress, paus
     while True:
         pause()
         with db.read() as conn:
+            leave_pool(conn)
             table = conn.info["fonds_tables"][record_type.name]
             rows = conn.execute(select(table.c.id, table.c.repo_id).where(table.c.id > after).order_by(table.c.id).limit(BATCH)).all()
             if not rows:
