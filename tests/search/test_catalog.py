@@ -81,3 +81,13 @@ def test_documents_coerce_values_and_skip_dates_tantivy_cannot_hold():
     assert uris("count:[2 TO *]") == {"/a", "/b"}
     assert uris("title:*") == {"/a", "/b"}
     assert uris("letter") == {"/b"}
+
+
+def test_a_date_field_value_that_is_no_date_is_refused_or_left_out():
+    catalog = FieldCatalog(fields=(TITLE, SearchField("made", FieldKind.DATE)), default_fields=(("title", 1.0),))
+    with pytest.raises(ValueError, match="made: 'circa 1900' is not a date"):
+        catalog.document({"title": "Charter", "made": "circa 1900"})
+    # A record's document: the value that is no date is left out, the others kept.
+    document = catalog.document({"title": "Charter", "made": ["circa 1900", "1999-05-01"]}, skip_bad_dates=True).to_dict()
+    assert document["title"] == ["Charter"]
+    assert [value.date() for value in document["made"]] == [dt.date(1999, 5, 1)]

@@ -109,30 +109,46 @@ class FieldCatalog:
         builder.add_text_field(PRESENT_FIELD, stored=False, tokenizer_name="raw", index_option="basic")
         return builder
 
-    def document(self, values: Mapping[str, object]) -> tantivy.Document:
+    def document(self, values: Mapping[str, object], *, skip_bad_dates: bool = False) -> tantivy.Document:
         """A tantivy document from `{field: value or list of values}`: stemmed twins filled in,
         dates given as `datetime`, `date` or ISO-8601 strings, None and empty lists left out.
-        Names outside the catalog are passed through for the fields the index adds itself."""
+        Names outside the catalog are passed through for the fields the index adds itself.
+        A value of a date field that is no date is refused (ValueError), or with
+        `skip_bad_dates` left out: a record's free-text date must not keep it out of the index."""
         doc = tantivy.Document()
+        by_name = self._by_name
         for name, value in values.items():
-            items = _as_list(value)
+            # Most values are one string: no list to build for it.
+            items = (value and [value]) if value.__class__ is str else _as_list(value)
             if not items:
                 continue
-            spec = self._by_name.get(name)
+            spec = by_name.get(name)
             if spec is None:
                 for item in items:
                     _add_value(doc, name, item)
                 continue
-            if spec.kind in _ANALYZERS:  # text and keyword: the common case, without per-value dispatch
-                texts = [str(item) for item in items]
+            kind = spec.kind
+            if kind in _ANALYZERS:  # text and keyword: the common case, without per-value dispatch
+                texts = [item if item.__class__ is str else str(item) for item in items]
                 for twin in (name, spec.stem_field) if spec.stemmed else (name,):
                     for text in texts:
                         doc.add_text(twin, text)
+            elif kind is FieldKind.INTEGER:
+                for item in items:
+                    doc.add_integer(name, int(item))
+            elif kind is FieldKind.BOOLEAN:
+                for item in items:
+                    doc.add_boolean(name, bool(item))
             else:
                 for item in items:
-                    item = _coerce(spec, item)
-                    if item is not None:
-                        _add_value(doc, name, item)
+                    try:
+                        date = _coerce(spec, item)
+                    except ValueError:
+                        if skip_bad_dates:
+                            continue
+                        raise
+                    if date is not None:
+                        doc.add_date(name, date)
             if not spec.fast:
                 doc.add_text(PRESENT_FIELD, name)
         return doc

@@ -12,8 +12,7 @@ import tantivy
 from sqlalchemy import select
 
 from fonds.records.registry import RecordType, Registry
-from fonds.search.catalog import FieldCatalog, FieldKind
-from fonds.search.dates import parse_date_interval
+from fonds.search.catalog import FieldCatalog
 from fonds.search.fields import STORED_DOCUMENT
 from fonds.storage.chunks import in_chunks
 
@@ -124,20 +123,8 @@ def result_fields(record_type: RecordType, doc: dict, linked: LinkedTitles) -> d
     return fields
 
 
-def _typed(catalog: FieldCatalog, fields: dict) -> dict:
-    """The values the catalog can index: a date that is no date is left out, not refused (a
-    record's free-text date must not keep it out of the index)."""
-    values = {}
-    for name, value in fields.items():
-        spec = catalog.get(name)
-        if spec is not None and spec.kind is FieldKind.DATE:
-            value = [v for v in _as_list(value) if parse_date_interval(str(v)) is not None]
-        values[name] = value
-    return values
-
-
 def to_index_document(catalog: FieldCatalog, fields: dict, record: dict, body: bytes) -> tantivy.Document:
     """The tantivy document: each catalog field indexed, the result document stored whole."""
-    document = catalog.document({**_typed(catalog, fields), "fullrecord": " ".join(full_text(record, []))})
+    document = catalog.document({**fields, "fullrecord": " ".join(full_text(record, []))}, skip_bad_dates=True)
     document.add_bytes(STORED_DOCUMENT, orjson.dumps({**fields, "json": body.decode()}))
     return document
