@@ -8,6 +8,7 @@ this module too."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 import uvicorn
 
@@ -30,8 +31,6 @@ def run(host: str, port: int, workers: int) -> None:
 
 def command(host: str, port: int, workers: int) -> list[str]:
     """The argument vector of a serving process: this module run by this interpreter."""
-    import sys
-
     return [sys.executable, "-m", __name__, "--host", host, "--port", str(port), "--workers", str(workers)]
 
 

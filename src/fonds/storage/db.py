@@ -107,8 +107,7 @@ def _closed_by_server(dbapi_connection) -> bool:
 
 # A bulk write's page cache (a connection's is SQLITE_CACHE_KIB): a transaction whose changed
 # pages outgrow the cache writes them out and reads them back as it goes, which about doubled the
-# time a large insert took. Only for the transaction's length: the connection returns to the pool
-# with the cache it had.
+# time a large insert took. Only for the transaction's length: the connection is closed after it.
 BULK_CACHE_KIB = 64 * 1024
 
 
@@ -119,13 +118,10 @@ def bulk_page_cache(conn: Connection) -> Iterator[None]:
     if conn.dialect.name != "sqlite":
         yield
         return
-    before = conn.exec_driver_sql("PRAGMA cache_size").scalar_one()
     conn.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        conn.exec_driver_sql(f"PRAGMA cache_size={int(before)}")  # shrinking it frees the pages
-        leave_pool(conn)
+    # Not shrunk back: the connection is closed once released, its cache with it.
+    leave_pool(conn)
+    yield
 
 
 def leave_pool(conn: Connection) -> None:
