@@ -69,16 +69,21 @@ def disconnect_mid_body(port: int, token: str) -> None:
         time.sleep(0.5)  # let the server start reading the body before the connection goes
 
 
-def test_fonds_serve_answers_over_real_http(tmp_path, settings):
-    port, log_path = free_port(), tmp_path / "serve.log"
-    base = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
+def start_serve(tmp_path, settings, port: int) -> subprocess.Popen:
+    """`fonds serve` on `port`, a data directory in `tmp_path`, its output in `tmp_path/serve.log`."""
+    with open(tmp_path / "serve.log", "wb") as log:
+        return subprocess.Popen(
             [sys.executable, "-m", "fonds", "serve", "--port", str(port)],
             env=serve_env(settings, tmp_path / "serve-data"),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+
+
+def test_fonds_serve_answers_over_real_http(tmp_path, settings):
+    port, log_path = free_port(), tmp_path / "serve.log"
+    base = f"http://127.0.0.1:{port}"
+    process = start_serve(tmp_path, settings, port)
     try:
         wait_until_up(process, base, log_path)
         # The database was prepared by a child that is gone: nothing lingers beside the server

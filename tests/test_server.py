@@ -4,26 +4,18 @@ it (fonds.server.HeadWithBody), so what has no body, or gets it later, must stil
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 
 import pytest
 
-from tests.test_cli import free_port, serve_env, stop, wait_until_up
+from tests.test_cli import free_port, start_serve, stop, wait_until_up
 
 
 @pytest.fixture
 def server_port(tmp_path, settings):
-    port, log_path = free_port(), tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "fonds", "serve", "--port", str(port)],
-            env=serve_env(settings, tmp_path / "serve-data"),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    port = free_port()
+    process = start_serve(tmp_path, settings, port)
     try:
-        wait_until_up(process, f"http://127.0.0.1:{port}", log_path)
+        wait_until_up(process, f"http://127.0.0.1:{port}", tmp_path / "serve.log")
         yield port
     finally:
         stop(process)
