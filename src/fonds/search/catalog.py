@@ -142,7 +142,7 @@ class FieldCatalog:
             else:
                 for item in items:
                     try:
-                        date = _coerce(spec, item)
+                        date = _date(spec, item)
                     except ValueError:
                         if skip_bad_dates:
                             continue
@@ -175,20 +175,15 @@ def _as_list(value: object) -> list[object]:
     return [v for v in values if v is not None and v != ""]
 
 
-def _coerce(spec: SearchField, value: object) -> object:
-    if spec.kind is FieldKind.DATE:
-        if isinstance(value, dt.datetime):
-            return _indexable_date(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
-        text = value.isoformat() if isinstance(value, dt.date) else str(value)
-        interval = parse_date_interval(text)
-        if interval is None:
-            raise ValueError(f"{spec.name}: {value!r} is not a date")
-        return _indexable_date(interval[0])
-    if spec.kind is FieldKind.INTEGER:
-        return int(value)
-    if spec.kind is FieldKind.BOOLEAN:
-        return bool(value)
-    return str(value)
+def _date(spec: SearchField, value: object) -> dt.datetime | None:
+    """A date field's value as tantivy holds it (None: outside the years it can hold)."""
+    if isinstance(value, dt.datetime):
+        return _indexable_date(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
+    text = value.isoformat() if isinstance(value, dt.date) else str(value)
+    interval = parse_date_interval(text)
+    if interval is None:
+        raise ValueError(f"{spec.name}: {value!r} is not a date")
+    return _indexable_date(interval[0])
 
 
 def _indexable_date(value: dt.datetime) -> dt.datetime | None:

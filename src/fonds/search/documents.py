@@ -14,7 +14,7 @@ from sqlalchemy import select
 from fonds.records.registry import RecordType, Registry
 from fonds.search.catalog import FieldCatalog
 from fonds.search.fields import STORED_DOCUMENT
-from fonds.storage.chunks import in_chunks
+from fonds.storage.chunks import select_in
 
 # Keys whose values are plumbing, not words anyone searches for.
 NOT_FULL_TEXT = frozenset(
@@ -68,10 +68,9 @@ class LinkedTitles:
             # A linked record's title is derived when it is written: its stored JSON holds it, so
             # the fields computed at read time (an agent's, from every record linking it) are skipped.
             record_type, table = registry[name], conn.info["fonds_tables"][name]
-            for chunk in in_chunks(ids):
-                for (body,) in conn.execute(select(table.c.json).where(table.c.id.in_(chunk))):
-                    doc = orjson.loads(body)
-                    self._titles[doc["uri"]] = record_type.search.title(doc) or ""
+            for (body,) in select_in(conn, lambda chunk, table=table: select(table.c.json).where(table.c.id.in_(chunk)), ids):
+                doc = orjson.loads(body)
+                self._titles[doc["uri"]] = record_type.search.title(doc) or ""
 
     def titles(self, refs: Iterable[dict]) -> list[str]:
         return [self._titles[r["ref"]] for r in refs if r.get("ref") in self._titles]
@@ -83,11 +82,10 @@ def load_records(conn, record_type: RecordType, ids: list[int], render) -> dict[
     table = conn.info["fonds_tables"][record_type.name]
     found: dict[int, tuple[dict, bytes]] = {}
     hidden = record_type.hooks.list_filter(table)
-    for chunk in in_chunks(ids):
-        where = [table.c.id.in_(chunk)] if hidden is None else [table.c.id.in_(chunk), hidden]
-        rows = conn.execute(select(table).where(*where)).all()
-        for row, body in zip(rows, render(conn, record_type, rows)):
-            found[row.id] = (orjson.loads(body), body)
+    shown = [] if hidden is None else [hidden]
+    rows = select_in(conn, lambda chunk: select(table).where(table.c.id.in_(chunk), *shown), ids)
+    for row, body in zip(rows, render(conn, record_type, rows)):
+        found[row.id] = (orjson.loads(body), body)
     return found
 
 
