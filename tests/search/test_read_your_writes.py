@@ -11,7 +11,7 @@ from fonds.api.search import BEHIND_HEADER
 from fonds.search.engine import FAULT_ENV
 from tests.factories import Api, new_client
 from tests.records.helpers import read
-from tests.search.helpers import accession, hits, search
+from tests.search.helpers import accession, hits, search, wait_for_index_writer
 
 WRITERS = 8
 RECORDS_EACH = 4
@@ -60,6 +60,7 @@ def stalled_index(monkeypatch):
 
 @pytest.mark.parametrize("settings_overrides", [{"search_wait_seconds": 0.2}])
 def test_a_search_past_the_wait_says_the_index_is_behind(stalled_index, api, repo):
+    wait_for_index_writer(api.get)
     accession(api, repo, "Not yet indexed")
     response = search(api, f"/repositories/{repo}/search", q="indexed")
     assert response.status_code == 200

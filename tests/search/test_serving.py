@@ -10,6 +10,7 @@ import sys
 
 import httpx
 
+from tests.search.helpers import wait_for_index_writer
 from tests.test_cli import SERVE_PASSWORD, free_port, serve_env, stop, wait_until_up
 
 
@@ -89,6 +90,7 @@ def test_a_crash_before_the_index_commit_heals_at_start(tmp_path, settings):
     server = Server(tmp_path, settings, FONDS_FAULT="index-stalled", FONDS_SEARCH_WAIT_SECONDS="0.2")
     try:
         repo = server.repository("MSS")
+        wait_for_index_writer(server.http.get)
         uri = server.accession(repo, "Acknowledged before the crash")
         behind = server.search(repo, "acknowledged")
         assert behind.json()["total_hits"] == 0 and "X-Fonds-Index-Behind" in behind.headers
