@@ -45,3 +45,18 @@ def test_a_collector_switched_off_stays_off():
         assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*before)
+
+
+def test_head_answers_as_get_without_the_body(api, repo):
+    accession = REGISTRY["accession"]
+    uri = api.create(collection_path(accession, repo), {**api.minimal(accession, repo), "title": "Headed"})["uri"]
+    for path in (uri, collection_path(accession, repo) + "?page=1", f"{uri}9999", "/version"):
+        get, head = api.get(path), api.client.head(path)
+        assert (head.status_code, head.content) == (get.status_code, b"")
+        assert head.headers["content-length"] == get.headers["content-length"] == str(len(get.content))
+        assert head.headers["content-type"] == get.headers["content-type"]
+    # No more access than GET has: without a session, the same refusal.
+    anonymous = api.client.head(uri, headers={"X-ArchivesSpace-Session": ""})
+    refused = api.client.get(uri, headers={"X-ArchivesSpace-Session": ""})
+    assert refused.status_code == 403
+    assert (anonymous.status_code, anonymous.content) == (403, b"")

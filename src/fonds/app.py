@@ -11,7 +11,7 @@ import anyio.to_thread
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fonds import __version__, allocator, collector
 from fonds.api import batch, enumerations, groups, locations, lookups, openapi, search, sessions, system, trees, users
@@ -113,6 +113,15 @@ def api_routes() -> tuple[BaseRoute, ...]:
     return tuple(router.routes)
 
 
+def _without_body(send: Send) -> Send:
+    async def head_only(message: Message) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            message = {**message, "body": b""}
+        await send(message)
+
+    return head_only
+
+
 class FondsApp(FastAPI):
     """FastAPI with the fast lane (`fonds.api.fastlane`) in front of its middleware and router."""
 
@@ -122,6 +131,10 @@ class FondsApp(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.access_log is not None and scope["type"] == "http":
             send = self.access_log.wrap(scope, send)
+        if scope["type"] == "http" and scope["method"] == "HEAD":
+            # HEAD is GET without the body (RFC 9110, 9.3.2): the same status and headers,
+            # Content-Length included.
+            scope, send = {**scope, "method": "GET"}, _without_body(send)
         if self.fast_lane is not None:
             receive = await self.fast_lane.answer(scope, receive, send)
             if receive is None:
