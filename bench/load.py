@@ -177,10 +177,12 @@ class Loader:
 
 
 class Chunks:
-    """Units packed into batch_imports requests of CHUNK records (a collection of 150 components
-    is one unit: sent alone, a request's fixed costs would weigh on each record), IN_FLIGHT of
-    them at once. A chunk that refers to a record of a chunk still in flight waits for it: its
-    temporary URI is rewritten to the one the server reports."""
+    """Units packed into batch_imports requests of at most CHUNK records (a collection of 150
+    components is one unit: sent alone, a request's fixed costs would weigh on each record),
+    IN_FLIGHT of them at once. A unit that fits a request is never split over two, so requests
+    of whole collections do not wait for each other; a larger one (a list of subjects, the big
+    tree) fills its requests. A chunk that refers to a record of a chunk still in flight waits
+    for it: its temporary URI is rewritten to the one the server reports."""
 
     def __init__(self, loader: Loader):
         self.loader = loader
@@ -193,6 +195,10 @@ class Chunks:
         if repo != self.repo:
             await self.flush()
             self.repo = repo
+        if len(unit) <= CHUNK < len(self.pending) + len(unit):
+            # A unit that fits a chunk is not split: the chunk holding its second half would
+            # refer to the one in flight with its first, and wait for it.
+            await self._send()
         for record in unit:
             self.pending.append(record)
             if len(self.pending) == CHUNK:

@@ -80,7 +80,7 @@ class FakeServer:
 
     def __init__(self):
         self.created: dict[str, str] = {}
-        self.requests: list[int] = []
+        self.requests: list[list[str]] = []  # each request's temporary URIs
         self.most_at_once = self.now = 0
 
     def connection(self, *args, **kwargs):
@@ -100,7 +100,7 @@ class FakeServer:
                     return 400, orjson.dumps({"error": sorted(unknown)[:3]})
                 saved = {uri: [f"/real{len(server.created) + n}", 1] for n, uri in enumerate(records_uris(records))}
                 server.created.update({uri: real for uri, (real, _) in saved.items()})
-                server.requests.append(len(records))
+                server.requests.append(records_uris(records))
                 return 200, orjson.dumps([{"saved": saved}])
 
             async def close(self):
@@ -113,18 +113,29 @@ def records_uris(records):
     return [record["uri"] for record in records]
 
 
-def test_units_are_packed_into_full_chunks_and_sent_two_at_a_time_once_their_refs_exist(monkeypatch):
+def test_units_are_packed_whole_into_chunks_and_sent_two_at_a_time_once_their_refs_exist(monkeypatch):
     monkeypatch.setattr(load, "CHUNK", 300)
     server = FakeServer()
     loader = Loader("127.0.0.1", 1, "token", {"POST /repositories/{repo_id}/batch_imports"}, 2)
     monkeypatch.setattr(loader, "connection", server.connection)
     archive = Archive(7, 2, plan(3_000, agents=True, big_tree=600), global_prefix="t")
-    total = sum(len(unit) for unit in Archive(7, 2, plan(3_000, agents=True, big_tree=600), global_prefix="t").units())
+    units = list(Archive(7, 2, plan(3_000, agents=True, big_tree=600), global_prefix="t").units())
 
     result = asyncio.run(load_archive(loader, [("/repositories/2", archive)], lambda n: None))
 
-    assert result["records"] == total == sum(server.requests) == len(server.created)
-    assert server.requests[:-1] == [300] * (len(server.requests) - 1)  # collections of ~150 share requests
+    sizes = [len(uris) for uris in server.requests]
+    assert result["records"] == sum(map(len, units)) == sum(sizes) == len(server.created)
+    assert max(sizes) == 300
+    request_of = {uri: n for n, uris in enumerate(server.requests) for uri in uris}
+    small = [unit for unit in units if len(unit) <= 300]
+    assert len(small) > 5  # collections of ~150 share requests, none split over two
+    for unit in small:
+        assert len({request_of[record["uri"]] for record in unit}) == 1
+    large = [unit for unit in units if len(unit) > 300]
+    assert large  # a list of subjects, the big tree: split where a request is full
+    for unit in large:
+        holding = sorted({request_of[record["uri"]] for record in unit})
+        assert [sizes[n] for n in holding[:-1]] == [300] * (len(holding) - 1)
     assert server.most_at_once == 2
     assert set(loader.mapping) == set(server.created)
 
