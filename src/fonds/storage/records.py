@@ -73,7 +73,7 @@ def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
 def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values: list[tuple]) -> None:
     """Insert rows given as tuples of the values of columns `names`, through the driver's cursor:
     SQLAlchemy's executemany spends more per row (parameter processing, execution context) than
-    SQLite spends storing it. PostgreSQL: one COPY per call, so the statement-level counting
+    SQLite spends storing it. PostgreSQL: one binary COPY per call, so the statement-level counting
     triggers (storage/counts.py) run once, not once per row. Refusals come as SQLAlchemy's
     errors (`IntegrityError` for a unique key), as from `execute`."""
     if not values:
@@ -82,8 +82,10 @@ def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values
     quote = conn.dialect.identifier_preparer.quote
     columns = ", ".join(quote(name) for name in names)
     if conn.dialect.name == "postgresql":
-        statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN"
+        statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN (FORMAT BINARY)"
+        types = _column_types(conn, table, names)  # before the COPY: the connection is busy with it then
         with driver.cursor(conn, statement) as cursor, cursor.copy(statement) as copy:
+            copy.set_types(types)
             for value in values:
                 copy.write_row(value)
     else:
@@ -91,6 +93,24 @@ def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values
         with driver.cursor(conn, statement) as cursor:
             for chunk in chunked(values, ROWS_PER_STATEMENT):
                 cursor.executemany(statement, chunk)
+
+
+def _column_types(conn: Connection, table: Table, names: tuple[str, ...]) -> list[int]:
+    """PostgreSQL: the type (oid) of each of the columns `names`, as a binary COPY needs them
+    (the JSON of a row goes as its bytes, not hex-escaped text for the server to decode);
+    read from the catalog once per table and columns."""
+    key = ("postgresql", table.name, names)
+    if key not in _TYPES:
+        found = dict(driver.rows(conn, _COLUMN_TYPES, {"table": conn.dialect.identifier_preparer.quote(table.name)}))
+        _TYPES[key] = [found[name] for name in names]
+    return _TYPES[key]
+
+
+_COLUMN_TYPES = """
+SELECT attname, atttypid::int FROM pg_attribute
+WHERE attrelid = to_regclass(%(table)s) AND attnum > 0 AND NOT attisdropped
+"""
+_TYPES: dict[tuple, list[int]] = {}
 
 
 def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> list | None:
