@@ -73,7 +73,7 @@ def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
 def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values: list[tuple]) -> None:
     """Insert rows given as tuples of the values of columns `names`, through the driver's cursor:
     SQLAlchemy's executemany spends more per row (parameter processing, execution context) than
-    SQLite spends storing it. PostgreSQL: one binary COPY per call, so the statement-level counting
+    SQLite spends storing it. PostgreSQL: one COPY per call, so the statement-level counting
     triggers (storage/counts.py) run once, not once per row. Refusals come as SQLAlchemy's
     errors (`IntegrityError` for a unique key), as from `execute`."""
     if not values:
@@ -170,9 +170,14 @@ def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list
     head = f"SELECT id, {quote(last)} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in leading)
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
-        for chunk in in_chunks(lasts):
-            rows = driver.rows(conn, f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
-            found.update(((*prefix, row[1]), row[0]) for row in rows)
+        if conn.dialect.name == "postgresql":
+            # One array parameter: a short statement the driver converts once, whatever the
+            # number of values (an IN list of 500 placeholders was parsed again at each call).
+            statements = [(f"{head}{quote(last)} = ANY(%s)", (*prefix, lasts))]
+        else:
+            statements = [(f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk)) for chunk in in_chunks(lasts)]
+        for statement, parameters in statements:
+            found.update(((*prefix, row[1]), row[0]) for row in driver.rows(conn, statement, parameters))
     return found
 
 
