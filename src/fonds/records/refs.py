@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from fonds.errors import BadRequest
 from fonds.records.registry import RecordType, Registry
+from fonds.storage import records as store
 from fonds.storage.chunks import select_in
 
 _INDEX = re.compile(r"(^|/)\d+(?=/|$)")
@@ -59,9 +60,9 @@ def check_many(
     tables = conn.info["fonds_tables"]
     existing: dict[tuple[str, int], int | None] = dict(pending)
     for name, ids in wanted.items():
-        table = tables[name]
-        rows = select_in(conn, lambda chunk, table=table: select(table.c.id, table.c.repo_id).where(table.c.id.in_(chunk)), sorted(ids))
-        existing.update(((name, row.id), row.repo_id) for row in rows)
+        existing.update(
+            ((name, record_id), repo_id) for record_id, repo_id in store.repositories_of(conn, tables[name], sorted(ids)).items()
+        )
     all_links, all_errors = [], []
     for refs, repo_id in requests:
         links: list[Link] = []

@@ -166,18 +166,31 @@ def taken(conn: Connection, table: Table, columns: tuple[str, ...], values: list
     groups: dict[tuple, list] = {}
     for value in values:
         groups.setdefault(tuple(value[:-1]), []).append(value[-1])
-    quote, mark = conn.dialect.identifier_preparer.quote, "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    head = f"SELECT id, {quote(last)} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in leading)
     found: dict[tuple, int] = {}
     for prefix, lasts in groups.items():
-        if conn.dialect.name == "postgresql":
-            # One array parameter: a short statement the driver converts once, whatever the
-            # number of values (an IN list of 500 placeholders was parsed again at each call).
-            statements = [(f"{head}{quote(last)} = ANY(%s)", (*prefix, lasts))]
-        else:
-            statements = [(f"{head}{quote(last)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk)) for chunk in in_chunks(lasts)]
-        for statement, parameters in statements:
-            found.update(((*prefix, row[1]), row[0]) for row in driver.rows(conn, statement, parameters))
+        rows = rows_where_in(conn, table, ("id", last), dict(zip(leading, prefix, strict=True)), last, lasts)
+        found.update(((*prefix, row[1]), row[0]) for row in rows)
+    return found
+
+
+def repositories_of(conn: Connection, table: Table, ids: list[int]) -> dict[int, int | None]:
+    """{id: repo_id} of the stored records of `table` among `ids`."""
+    return dict(rows_where_in(conn, table, ("id", "repo_id"), {}, "id", ids))
+
+
+def rows_where_in(conn: Connection, table: Table, columns: tuple[str, ...], equal: dict, name: str, values: list) -> list[tuple]:
+    """`columns` of the rows whose `equal` columns hold those values and whose column `name`
+    holds one of `values`, through the driver. PostgreSQL: the values as one array (`= ANY`), a
+    short statement converted once whatever their number (an IN list of 500 placeholders was
+    parsed again at each call); SQLite: IN lists in bounded chunks."""
+    quote, mark = conn.dialect.identifier_preparer.quote, "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    head = f"SELECT {', '.join(map(quote, columns))} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in equal)
+    prefix = tuple(equal.values())
+    if conn.dialect.name == "postgresql":
+        return driver.rows(conn, f"{head}{quote(name)} = ANY(%s)", (*prefix, list(values)))
+    found: list[tuple] = []
+    for chunk in in_chunks(values):
+        found += driver.rows(conn, f"{head}{quote(name)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
     return found
 
 
