@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import text
 
+from fonds.records.imports import BULK_IMPORTS
 from fonds.storage.statistics import BULK_LOAD_RECORDS, wait_until_analysed
 from tests.factories import Api, new_client
 
@@ -74,3 +75,12 @@ def test_concurrent_bulk_loads_all_succeed_while_they_analyse(api, repo):
     assert results == [[200] * 3] * len(clients)
     found = api.get(f"/repositories/{repo}/accessions", params={"page": 1, "page_size": 1}).json()["total"]
     assert found == 9 * BULK_LOAD_RECORDS
+
+
+def test_a_bulk_load_is_analysed_once_the_imports_stop(app, api, repo):
+    # Analysing after every request of a stream of imports spends the database's CPU on
+    # statistics the next analysis replaces: they wait until no import has run for a moment.
+    with BULK_IMPORTS.one():  # another import, still running
+        import_accessions(api, repo, BULK_LOAD_RECORDS, "streamed")
+        assert not wait_until_analysed(app.state.fonds.db, BULK_IMPORTS.QUIET_SECONDS + 1)
+    assert "accession" in analysed_tables(app)

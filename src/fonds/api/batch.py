@@ -47,7 +47,7 @@ def batch_import(
     # it is turned back on.
     with BULK_IMPORTS.one():
         imported = import_batch(service, parse_batch(body), repo_id=repo_id, actor=actor, may_create=may_create)
-    statistics.after_bulk_load(service.db, imported.types, imported.count, background=True)
+    statistics.after_bulk_load(service.db, imported.types, imported.count, background=True, until_quiet=BULK_IMPORTS.analysis_may_start)
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
     return json_response([{"saved": imported.saved}])
 

@@ -115,6 +115,8 @@ class BulkImports:
     # indexer waits this long after one ends before it starts, or it would take the interpreter
     # from the next one at every gap between two.
     QUIET_SECONDS = 2.0
+    # Longest the planner statistics of a load's tables wait for the imports to stop (statistics.py).
+    ANALYSIS_WAIT_SECONDS = 300.0
 
     def __init__(self):
         self.changed = threading.Condition()
@@ -138,6 +140,11 @@ class BulkImports:
                     if self.collector_was_enabled:
                         gc.enable()
                     self.changed.notify_all()
+
+    def analysis_may_start(self) -> bool:
+        """Wait until the imports stop (as the indexer does), or ANALYSIS_WAIT_SECONDS: a load
+        lasting hours still has its tables' statistics brought up to date now and then."""
+        return self.wait_until_quiet(self.ANALYSIS_WAIT_SECONDS)
 
     def wait_until_quiet(self, timeout: float, quiet: float = QUIET_SECONDS) -> bool:
         """Wait (at most `timeout` seconds) until no import has run for `quiet` seconds; True then."""

@@ -7,6 +7,7 @@ transaction, so a failure anywhere leaves nothing behind."""
 from __future__ import annotations
 
 from fonds.errors import Invalid, NotFound, nested_under
+from fonds.records.imports import BULK_IMPORTS
 from fonds.records.trees.moves import updated
 from fonds.records.writes import Batch, NewRecord
 from fonds.storage import records as store
@@ -75,7 +76,9 @@ def add_children(service, target_type, target_id: int, repo_id: int, body: bytes
         if target is None:
             raise NotFound(target_type.not_found())
         create_many(service, conn, service.registry[target_type.tree.node], prepared, repo_id=repo_id, actor=actor)
-    statistics.after_bulk_load(service.db, [target_type.tree.node], len(prepared), background=True)
+    statistics.after_bulk_load(
+        service.db, [target_type.tree.node], len(prepared), background=True, until_quiet=BULK_IMPORTS.analysis_may_start
+    )
     return updated(target_id, target.lock_version)
 
 
