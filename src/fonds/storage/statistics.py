@@ -120,14 +120,16 @@ class _Analyser:
 
     def _run(self) -> None:
         while True:
-            if self.until_quiet is not None:
-                self.until_quiet()
             with self.lock:
-                tables, self.pending = self.pending, set()
-                if not tables:
+                if not self.pending:
                     self.running = False
                     self.idle.set()
                     return
+                until_quiet = self.until_quiet
+            if until_quiet is not None:
+                until_quiet()  # tables named meanwhile are taken too
+            with self.lock:
+                tables, self.pending = self.pending, set()
             db = self.db()
             if db is None:
                 continue
