@@ -143,6 +143,22 @@ def test_removing_an_unused_value(api):
     assert [v["position"] for v in enumeration(api, EXTENTS)["enumeration_values"]] == list(range(len(enum["values"]) - 1))
 
 
+def test_a_value_removed_after_records_were_checked_against_it_is_outside_the_list(api, repo):
+    """The compiled schemas hold the lists of their time: compiled again once a list changes."""
+    add_values(api, EXTENTS, "scrolls")
+    first = accession_with_extent(api, repo, "scrolls", "S1")
+    # Compiled again now (as after a quiet minute), with the lists that hold "scrolls".
+    api.client.app.state.fonds.records.validator.drop_unused(0)
+    second = accession_with_extent(api, repo, "scrolls", "S2")
+    assert first["warnings"] == second["warnings"] == []
+    for record in (first, second):
+        assert api.delete(record["uri"]).status_code == 200
+    enum = enumeration(api, EXTENTS)
+    assert post_list(api, enum, values=[v for v in enum["values"] if v != "scrolls"]).status_code == 200
+    again = accession_with_extent(api, repo, "scrolls", "S3")
+    assert again["warnings"] == {"extents/0/extent_type": ["Value 'scrolls' is not in the editable list extent_extent_type"]}
+
+
 def test_removing_a_used_value_is_409_naming_how_many_until_they_are_merged(api, repo):
     enum = add_values(api, EXTENTS, "volume")
     records = [accession_with_extent(api, repo, "volume", f"V{n}") for n in range(2)]

@@ -83,6 +83,28 @@ def test_ref_of_the_wrong_type_is_refused(api, repo):
     assert list(error) == ["subjects/0/ref"]
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "/repositories/{repo}/agents/people/1",  # a global type's path inside a repository
+        "/agents/people/01",  # not canonical
+        "/repositories/0{repo}/resources/1",
+        "/repositories/{repo}/resources/1/",
+        "/repositories/{repo}/resources/1\n",
+        "/repositories/{repo}/resources",
+        "/repositories/{repo}/subjects/1",
+        "resources/1",
+    ],
+)
+def test_refs_that_are_not_uris_of_an_allowed_type_are_refused_by_their_shape(api, repo, uri):
+    """The compiled schemas check a ref's type by a pattern of the URIs of its types: every shape
+    the URI parser refuses is refused by it too, with the worded message."""
+    body = {"jsonmodel_type": "accession", "title": "x", "linked_agents": [{"ref": uri.format(repo=repo), "role": "creator"}]}
+    error = refused(api, accessions(repo), body)
+    assert list(error) == ["linked_agents/0/ref"]
+    assert "agent" in error["linked_agents/0/ref"][0]
+
+
 # -- resolve[] -------------------------------------------------------------------------------
 
 

@@ -233,6 +233,15 @@ class Registry:
             return ParsedUri(self._global_paths[match.group(1)], int(match.group(2)), None)
         return None
 
+    def uri_pattern(self, names: list[str]) -> str:
+        """A regular expression matching the URIs `uri_type` gives one of `names`, for a compiled
+        schema (its `$` ends the text; Python's also lets a final newline through: stricter there)."""
+        scoped = [re.escape(self[n].path) for n in names if n in self.types and self[n].repo_scoped]
+        unscoped = [re.escape(self[n].path) for n in names if n in self.types and not self[n].repo_scoped]
+        forms = [f"/repositories/{ID}/({'|'.join(scoped)})"] if scoped else []
+        forms += [f"/({'|'.join(unscoped)})"] if unscoped else []
+        return f"^({'|'.join(forms)})/{ID}$" if forms else "a^"  # none: matches nothing
+
     def uri_type(self, uri: str) -> str | None:
         parsed = self.parse_uri(uri)
         return parsed.record_type.name if parsed else None

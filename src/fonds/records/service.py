@@ -67,7 +67,7 @@ class RecordService:
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
         self.value_lists = ListCache(db)
         self.list_usage = ListUsage(self.schemas, registry)
-        self.validator = RecordValidator(self.schemas, registry.uri_type, self.value_lists)
+        self.validator = RecordValidator(self.schemas, registry, self.value_lists)
         self.defaults = Defaults(self.schemas)
         self.grouped_creates = GroupedCreates(self)
 

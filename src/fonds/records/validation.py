@@ -178,66 +178,76 @@ def _message(error: ValidationError) -> str:
     return error.message
 
 
-def fast_validators(schemas: SchemaSet, uri_type: Callable[[str], str | None], value_lists: ListCache) -> dict:
+def fast_validators(schemas: SchemaSet, registry, value_lists: ListCache) -> CompiledOnFirstUse:
     """The same schemas compiled by jsonschema-rs, ~50 times faster than `jsonschema` on a valid
     record: a record it passes has no error and no warning, so the worded errors of `jsonschema`
     are computed only for records it refuses. Its checks are at least as strict as the worded
-    ones (`x-enum` refuses a value outside an editable list too, which is then a warning)."""
+    ones (`x-enum` refuses a value outside an editable list too, which is then a warning).
 
-    class EnumKeyword:
-        def __init__(self, parent_schema, value, schema_path):
-            self.name = value
-
-        def validate(self, instance):
-            found = value_lists.snapshot.get(self.name)
-            if isinstance(instance, str) and found is not None and instance not in found.values:
-                raise ValueError(f"'{instance}' is not in {self.name}")
-
-    class RefKeyword:
-        def __init__(self, parent_schema, value, schema_path):
-            self.allowed = value
-
-        def validate(self, instance):
-            uri = instance.get("ref") if isinstance(instance, dict) else instance
-            if isinstance(uri, str) and uri_type(uri) not in self.allowed:
-                raise ValueError(f"'{uri}' is not a URI of a {' or '.join(self.allowed)} record")
+    Fonds' keywords become the standard ones the library checks natively (`native_checks`): a
+    keyword of our own costs a call back into Python at every value it checks, ~12 µs a record
+    of a bulk load, a fifth of its validation. So a type is compiled with the value lists of its
+    time and again once they change."""
 
     def retrieve(uri: str) -> dict:
-        return schemas[uri.rsplit("/", 1)[-1]]
+        return native_checks(schemas[uri.rsplit("/", 1)[-1]], value_lists.snapshot, registry.uri_pattern)
 
     def compile(name: str):
         return jsonschema_rs.Draft202012Validator(
-            schemas[name],
+            native_checks(schemas[name], value_lists.snapshot, registry.uri_pattern),
             base_uri=f"{SCHEMA_BASE}{name}",
             retriever=retrieve,
-            keywords={"x-enum": EnumKeyword, "x-ref": RefKeyword},
             validate_formats=True,
             formats={"date": _check_iso_date},
         )
 
-    return CompiledOnFirstUse(compile)
+    return CompiledOnFirstUse(compile, version=lambda: value_lists.snapshot.generation)
+
+
+def native_checks(schema, lists, uri_pattern: Callable[[list[str]], str]):
+    """A copy of `schema` with `x-enum` as `enum` (the values the list holds in `lists`; a list it
+    lacks checks nothing, as the worded validator) and `x-ref` as a `pattern` matching the URIs of
+    the types it allows, applied to the value if a string, else to its `ref`."""
+    if isinstance(schema, list):
+        return [native_checks(item, lists, uri_pattern) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "x-enum":
+            found = lists.get(value)
+            if found is not None:
+                out["enum"] = sorted(found.values)
+        elif key != "x-ref":
+            out[key] = native_checks(value, lists, uri_pattern)
+    if "x-ref" in schema:
+        pattern = uri_pattern(schema["x-ref"])
+        out["allOf"] = [*out.get("allOf", ()), {"pattern": pattern, "properties": {"ref": {"pattern": pattern}}}]
+    return out
 
 
 class CompiledOnFirstUse:
-    """Validators by type name, each compiled when first asked for and dropped once unused for
-    `IDLE_SECONDS` (`drop_unused`): a compiled schema holds every schema it refers to expanded in
-    place (an agent's ~4 MB, all types' ~22 MB of native memory), and compiling one takes 2-9 ms.
-    So the types being written are held, and a bulk load's dozen types do not stay in memory for
-    good after it. Two threads compiling the same type at once is harmless."""
+    """Validators by type name, each compiled when first asked for (and again once `version()`
+    has moved on) and dropped once unused for `IDLE_SECONDS` (`drop_unused`): a compiled schema
+    holds every schema it refers to expanded in place (an agent's ~4 MB, all types' ~22 MB of
+    native memory), and compiling one takes 2-9 ms. So the types being written are held, and a
+    bulk load's dozen types do not stay in memory for good after it. Two threads compiling the
+    same type at once is harmless."""
 
     IDLE_SECONDS = 60.0
 
-    def __init__(self, compile: Callable[[str], object]):
-        self._compile = compile
-        self._compiled: dict[str, object] = {}
+    def __init__(self, compile: Callable[[str], object], version: Callable[[], object] = lambda: None):
+        self._compile, self._version = compile, version
+        self._compiled: dict[str, tuple[object, object]] = {}
         self._used: dict[str, float] = {}
 
     def __getitem__(self, name: str):
-        compiled = self._compiled.get(name)
-        if compiled is None:
-            compiled = self._compiled[name] = self._compile(name)
+        version = self._version()
+        found = self._compiled.get(name)
+        if found is None or found[0] != version:
+            found = self._compiled[name] = (version, self._compile(name))
         self._used[name] = time.monotonic()
-        return compiled
+        return found[1]
 
     def drop_unused(self, idle_seconds: float = IDLE_SECONDS) -> list[str]:
         """Drop the validators not asked for in the last `idle_seconds`; returns their types."""
@@ -252,8 +262,9 @@ class CompiledOnFirstUse:
 class RecordValidator:
     """Validates normalised records of every type against their schemas."""
 
-    def __init__(self, schemas: SchemaSet, uri_type: Callable[[str], str | None], value_lists: ListCache):
+    def __init__(self, schemas: SchemaSet, registry, value_lists: ListCache):
         self.schemas = schemas
+        uri_type = registry.uri_type
         self.normaliser = Normaliser(schemas)
         self.value_lists = value_lists
 
@@ -289,7 +300,7 @@ class RecordValidator:
         self._validators = {
             name: cls(schema, registry=schemas.registry, format_checker=checker) for name, schema in schemas.schemas.items()
         }
-        self._fast = fast_validators(schemas, uri_type, value_lists)
+        self._fast = fast_validators(schemas, registry, value_lists)
 
     def drop_unused(self, idle_seconds: float = CompiledOnFirstUse.IDLE_SECONDS) -> list[str]:
         """Give back the compiled schemas of the types not written lately (`CompiledOnFirstUse`)."""
