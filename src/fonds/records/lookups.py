@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from fonds.records import refs
 from fonds.records.registry import RecordType
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 
 def find_by_id(service, record_type: RecordType, *, repo_id: int, sent: dict[str, list[str]], resolve: list[str]) -> bytes:
@@ -33,6 +33,6 @@ def _matching_ids(conn, record_type: RecordType, repo_id: int, criteria: list[tu
     if not values or not all(wanted for _, wanted in others):
         return []
     columns = [table.c.id, *(table.c[name] for name, _ in others)]
-    rows = select_in(conn, lambda chunk: select(*columns).where(table.c.repo_id == repo_id, table.c[column].in_(chunk)), values)
+    rows = select_any(conn, lambda chunk: select(*columns).where(table.c.repo_id == repo_id, is_in(table.c[column], chunk)), values)
     wanted = [(name, set(allowed)) for name, allowed in others]
     return sorted({row.id for row in rows if all(getattr(row, name) in allowed for name, allowed in wanted)})

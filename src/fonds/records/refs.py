@@ -14,7 +14,7 @@ from sqlalchemy import select
 from fonds.errors import BadRequest
 from fonds.records.registry import RecordType, Registry
 from fonds.storage import records as store
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 _INDEX = re.compile(r"(^|/)\d+(?=/|$)")
 Link = tuple[str, str, str, int]
@@ -135,7 +135,7 @@ def rendering_loader(conn, render) -> Loader:
 
     def load(record_type: RecordType, ids: list[int]) -> list[tuple[str, bytes]]:
         table = tables[record_type.name]
-        rows = select_in(conn, lambda chunk: select(table).where(table.c.id.in_(chunk)), ids)
+        rows = select_any(conn, lambda chunk: select(table).where(is_in(table.c.id, chunk)), ids)
         return [(record_type.uri(row.id, row.repo_id), body) for row, body in zip(rows, render(conn, record_type, rows))]
 
     return load

@@ -29,7 +29,7 @@ from fonds.records.value_lists import ListCache
 from fonds.records.writes import MISSING_WARNING, Batch, NewRecord
 from fonds.storage import change_log
 from fonds.storage import records as store
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 from fonds.storage.db import Database
 
 
@@ -397,8 +397,8 @@ class RecordService:
             if ids is None:
                 rows = conn.execute(select(table).where(*where).order_by(table.c.id)).all()
             else:
-                rows = select_in(
-                    conn, lambda chunk: select(table).where(*where, table.c.id.in_(chunk)).order_by(table.c.id), sorted(set(ids))
+                rows = select_any(
+                    conn, lambda chunk: select(table).where(*where, is_in(table.c.id, chunk)).order_by(table.c.id), sorted(set(ids))
                 )
             bodies = self.with_resolved(conn, self.render(conn, record_type, rows), resolve)
         return b"[" + b",".join(bodies) + b"]"

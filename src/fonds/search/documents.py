@@ -14,7 +14,7 @@ from sqlalchemy import select
 from fonds.records.registry import RecordType, Registry
 from fonds.search.catalog import FieldCatalog
 from fonds.search.fields import STORED_DOCUMENT
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 # Keys whose values are plumbing, not words anyone searches for.
 NOT_FULL_TEXT = frozenset(
@@ -68,7 +68,7 @@ class LinkedTitles:
             # A linked record's title is derived when it is written: its stored JSON holds it, so
             # the fields computed at read time (an agent's, from every record linking it) are skipped.
             record_type, table = registry[name], conn.info["fonds_tables"][name]
-            for (body,) in select_in(conn, lambda chunk, table=table: select(table.c.json).where(table.c.id.in_(chunk)), ids):
+            for (body,) in select_any(conn, lambda chunk, table=table: select(table.c.json).where(is_in(table.c.id, chunk)), ids):
                 doc = orjson.loads(body)
                 self._titles[doc["uri"]] = record_type.search.title(doc) or ""
 
@@ -83,7 +83,7 @@ def load_records(conn, record_type: RecordType, ids: list[int], render) -> dict[
     found: dict[int, tuple[dict, bytes]] = {}
     hidden = record_type.hooks.list_filter(table)
     shown = [] if hidden is None else [hidden]
-    rows = select_in(conn, lambda chunk: select(table).where(table.c.id.in_(chunk), *shown), ids)
+    rows = select_any(conn, lambda chunk: select(table).where(is_in(table.c.id, chunk), *shown), ids)
     for row, body in zip(rows, render(conn, record_type, rows)):
         found[row.id] = (orjson.loads(body), body)
     return found

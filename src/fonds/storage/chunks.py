@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from sqlalchemy import Connection, Executable, Row
+from sqlalchemy import ARRAY, Connection, Executable, Row, any_, bindparam
+from sqlalchemy.sql import ColumnElement
 
 # What a chunk's statement is: a statement, or a statement built once (an expanding `bindparam`
 # for the list) with the parameters of this chunk.
@@ -54,6 +55,30 @@ def select_in(conn: Connection, statement_for: Callable[[list], Chunked], items:
     for chunk in in_chunks(items):
         rows += conn.execute(*_with_parameters(statement_for(chunk))).all()
     return rows
+
+
+class AllAtOnce(list):
+    """The values `select_any` gives its statement on PostgreSQL: all of them, for `is_in` to bind
+    as one array."""
+
+
+def is_in(column, values: list) -> ColumnElement:
+    """`column IN values` in a statement of `select_any`: on PostgreSQL `column = ANY(array)` of
+    all of them, one short statement whatever their number."""
+    if isinstance(values, AllAtOnce):
+        return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)
+
+
+def select_any(conn: Connection, statement_for: Callable[[list], Chunked], items: Iterable) -> list[Row]:
+    """`select_in` for a statement that selects by `is_in(column, values)`: on PostgreSQL it runs
+    once, with the values as one array. An IN list of 500 placeholders is a statement too long
+    for psycopg to keep converted, so it was parsed at each call, after SQLAlchemy expanded its
+    parameters one by one: a third of a reindex's CPU on PostgreSQL."""
+    if conn.dialect.name != "postgresql":
+        return select_in(conn, statement_for, items)
+    values = AllAtOnce(items)
+    return conn.execute(*_with_parameters(statement_for(values))).all() if values else []
 
 
 def execute_in(conn: Connection, statement_for: Callable[[list], Chunked], items: Iterable) -> int:

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from fonds.storage.chunks import chunked as batches
+from fonds.storage.chunks import is_in, select_any
 
 
 def ancestor_rows(conn, table, node_ids, columns=("level",)) -> dict[int, object]:
     """Every node above `node_ids` (and the nodes themselves): id -> row (id, parent_id, repo_id, *columns).
 
-    One recursive query per batch of starting nodes, not one per level."""
-    found: dict[int, object] = {}
-    wanted = [c for c in columns if c not in ("id", "parent_id", "repo_id")]
-    for chunk in batches(sorted(set(node_ids))):
-        if not chunk:
-            continue
-        up = _walk(table, table.c.id.in_(chunk), upwards=True)
-        query = select(table.c.id, table.c.parent_id, table.c.repo_id, *(table.c[c] for c in wanted)).where(table.c.id.in_(select(up.c.id)))
-        found.update((row.id, row) for row in conn.execute(query))
-    return found
+    One recursive query per batch of starting nodes (all of them on PostgreSQL), not one per level."""
+    wanted = [table.c[c] for c in columns if c not in ("id", "parent_id", "repo_id")]
+
+    def above(chunk):
+        up = _walk(table, is_in(table.c.id, chunk), upwards=True)
+        return select(table.c.id, table.c.parent_id, table.c.repo_id, *wanted).where(table.c.id.in_(select(up.c.id)))
+
+    return {row.id: row for row in select_any(conn, above, sorted(set(node_ids)))}
 
 
 def would_cycle(conn, table, moving: set[int], parent_id: int) -> bool:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import functools
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import ARRAY, Integer, bindparam, select, text
 
 from fonds.records.trees import hierarchy, positions
 from fonds.storage import siblings
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import AllAtOnce, select_any
 
 
 def read_extras(conn, registry, spec, rows, known_positions=None) -> list[dict]:
@@ -53,8 +53,8 @@ def logical_positions(conn, spec, rows) -> dict[int, int]:
     root = spec.root_column
     placed = [row for row in rows if row.position is not None]
     rooted = [row.id for row in placed if getattr(row, root) is not None]
-    statement = _positions_statement(spec.node, root)
-    found = dict(select_in(conn, lambda chunk: (statement, {"ids": chunk}), rooted))
+    statement = functools.partial(_positions_statement, spec.node, root)
+    found = dict(select_any(conn, lambda ids: (statement(isinstance(ids, AllAtOnce)), {"ids": list(ids)}), rooted))
     rootless = [row for row in placed if getattr(row, root) is None]
     if rootless:
         found.update(positions.logical_positions(conn, conn.info["fonds_tables"][spec.node], root, rootless))
@@ -62,10 +62,10 @@ def logical_positions(conn, spec, rows) -> dict[int, int]:
 
 
 @functools.cache
-def _positions_statement(node: str, root: str):
-    return text(f'SELECT r.id, {_before_sql(node, root, "r")} FROM "{node}" r WHERE r.id IN :ids').bindparams(
-        bindparam("ids", expanding=True)
-    )
+def _positions_statement(node: str, root: str, as_array: bool):
+    """`:ids` an IN list, or (`as_array`, PostgreSQL) one array of them all (`select_any`)."""
+    where, ids = ("= ANY(:ids)", bindparam("ids", type_=ARRAY(Integer))) if as_array else ("IN :ids", bindparam("ids", expanding=True))
+    return text(f'SELECT r.id, {_before_sql(node, root, "r")} FROM "{node}" r WHERE r.id {where}').bindparams(ids)
 
 
 def _ancestor(uri: str, level: str | None) -> dict:

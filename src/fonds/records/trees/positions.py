@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select, update
 
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 STEP = 1024
 # Far from the 32-bit limits of the column: past these the list is renumbered first.
@@ -65,7 +65,7 @@ def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
 
 def _lock_rows(conn, table, ids: list[int]) -> None:
     """Lock these rows of `table` in id order (`ids` sorted)."""
-    select_in(conn, lambda chunk: select(table.c.id).where(table.c.id.in_(chunk)).order_by(table.c.id).with_for_update(), ids)
+    select_any(conn, lambda chunk: select(table.c.id).where(is_in(table.c.id, chunk)).order_by(table.c.id).with_for_update(), ids)
 
 
 def ends_under_nodes(conn, table, root_column: str, parents: list[int]) -> list[tuple[int, int | None, int | None]]:
@@ -75,14 +75,14 @@ def ends_under_nodes(conn, table, root_column: str, parents: list[int]) -> list[
     child = table.alias("child")
     end = select(func.max(child.c.position)).where(child.c[root_column] == table.c[root_column], child.c.parent_id == table.c.id)
     query = select(table.c.id, table.c[root_column], end.scalar_subquery())
-    return [tuple(row) for row in select_in(conn, lambda chunk: query.where(table.c.id.in_(chunk)), parents)]
+    return [tuple(row) for row in select_any(conn, lambda chunk: query.where(is_in(table.c.id, chunk)), parents)]
 
 
 def ends_under_roots(conn, table, root_table, root_column: str, roots: list[int]) -> list[tuple[int, int | None]]:
     """(root id, the last physical position of its top-level nodes or None) of each of `roots`."""
     end = select(func.max(table.c.position)).where(table.c[root_column] == root_table.c.id, table.c.parent_id.is_(None))
     query = select(root_table.c.id, end.scalar_subquery())
-    return [tuple(row) for row in select_in(conn, lambda chunk: query.where(root_table.c.id.in_(chunk)), roots)]
+    return [tuple(row) for row in select_any(conn, lambda chunk: query.where(is_in(root_table.c.id, chunk)), roots)]
 
 
 def append_slot(conn, siblings: Siblings) -> int:

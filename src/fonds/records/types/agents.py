@@ -18,7 +18,7 @@ from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, Scope, UniqueKey, text_column
 from fonds.records.search_spec import DocumentField, SearchSpec
 from fonds.records.types import agent_names
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 AGENT_TYPE_NAMES = ("agent_person", "agent_corporate_entity", "agent_family", "agent_software")
 # The field archival records (and events) link agents under.
@@ -162,7 +162,9 @@ def _load_json(conn, by_type: dict[str, set[int]]) -> dict[tuple[str, int], dict
     loaded = {}
     for source_type, source_ids in by_type.items():
         table = tables[source_type]
-        rows = select_in(conn, lambda chunk, table=table: select(table.c.id, table.c.json).where(table.c.id.in_(chunk)), sorted(source_ids))
+        rows = select_any(
+            conn, lambda chunk, table=table: select(table.c.id, table.c.json).where(is_in(table.c.id, chunk)), sorted(source_ids)
+        )
         loaded.update({(source_type, row.id): orjson.loads(row.json) for row in rows})
     return loaded
 

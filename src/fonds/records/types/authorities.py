@@ -13,7 +13,7 @@ from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOne
 from fonds.records.search_spec import DocumentField, SearchSpec, copied
 from fonds.storage import change_log
 from fonds.storage import records as store
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 DEFAULT_VOCABULARY = "/vocabularies/1"
 
@@ -84,10 +84,10 @@ def _stored_terms(conn, table, keys: list[tuple]) -> dict[tuple, int]:
         by_vocabulary.setdefault(vocabulary_id, set()).add(text)
     wanted, found = set(keys), {}
     for vocabulary_id, texts in by_vocabulary.items():
-        rows = select_in(
+        rows = select_any(
             conn,
             lambda chunk, v=vocabulary_id: select(table.c.id, *(table.c[c] for c in KEY_COLUMNS)).where(
-                table.c.vocabulary_id == v, table.c.term.in_(chunk)
+                table.c.vocabulary_id == v, is_in(table.c.term, chunk)
             ),
             sorted(texts),
         )

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from fonds.records.search_spec import instance_containers, instance_dependents, unchanged_since_created
 from fonds.records.trees import hierarchy
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 INSTANCE_LINK = "instances/*/sub_container/top_container"
 # The records whose instances may point at a container, and their collection paths.
@@ -37,7 +37,7 @@ class Linked:
 
 
 def _rows_by_id(conn, table, ids) -> dict[int, object]:
-    return {row.id: row for row in select_in(conn, lambda chunk: select(table).where(table.c.id.in_(chunk)), sorted(set(ids)))}
+    return {row.id: row for row in select_any(conn, lambda chunk: select(table).where(is_in(table.c.id, chunk)), sorted(set(ids)))}
 
 
 def _docs(rows: dict[int, object]) -> dict[int, dict]:
@@ -52,11 +52,11 @@ def _at(doc: dict, path: str):
 
 
 def _gather(conn, tables, container_ids: list[int]) -> tuple[Linked, dict[str, dict[int, dict]], dict[int, object]]:
-    links = select_in(
+    links = select_any(
         conn,
         lambda chunk: select(tables["record_link"]).where(
             tables["record_link"].c.target_type == "top_container",
-            tables["record_link"].c.target_id.in_(chunk),
+            is_in(tables["record_link"].c.target_id, chunk),
             tables["record_link"].c.field == INSTANCE_LINK,
         ),
         container_ids,

@@ -34,7 +34,7 @@ from fonds.records.trees.decorations import TreeViews, dates
 from fonds.records.types import archival
 from fonds.records.types.agent_dependents import linked_agent_dependents
 from fonds.records.types.events import linked_events, linked_events_sql
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 from fonds.storage.tables import ColumnSpec
 
 DIGITAL = dict(
@@ -133,11 +133,11 @@ class DigitalObjectHooks(Hooks):
         ArchivesSpace's DigitalObject.sequel_to_jsonmodel: two bounded queries per page of rows."""
         tables = conn.info["fonds_tables"]
         links = tables["record_link"]
-        found = select_in(
+        found = select_any(
             conn,
             lambda chunk: (
                 select(links.c.target_id, links.c.source_type, links.c.source_id)
-                .where(links.c.target_type == "digital_object", links.c.field == INSTANCE_LINK, links.c.target_id.in_(chunk))
+                .where(links.c.target_type == "digital_object", links.c.field == INSTANCE_LINK, is_in(links.c.target_id, chunk))
                 .order_by(links.c.id)
             ),
             [row.id for row in rows],
@@ -146,9 +146,9 @@ class DigitalObjectHooks(Hooks):
         component_ids = sorted({link.source_id for link in found if link.source_type == "archival_object"})
         owners = {
             row.id: row
-            for row in select_in(
+            for row in select_any(
                 conn,
-                lambda chunk: select(objects.c.id, objects.c.resource_id, objects.c.publish).where(objects.c.id.in_(chunk)),
+                lambda chunk: select(objects.c.id, objects.c.resource_id, objects.c.publish).where(is_in(objects.c.id, chunk)),
                 component_ids,
             )
         }

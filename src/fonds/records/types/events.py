@@ -14,7 +14,7 @@ from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RefRule, Scope, UniqueKey, text_column
 from fonds.records.search_spec import LINKED_AGENTS, DocumentField, SearchSpec, copied
-from fonds.storage.chunks import select_in
+from fonds.storage.chunks import is_in, select_any
 
 EVENT = "event"
 LINKED_RECORDS = "linked_records/*"
@@ -60,7 +60,7 @@ def linked_events(conn, record_type: str, ids: list[int]) -> list[dict]:
             .where(links.c.target_type == record_type, links.c.field == LINKED_RECORDS)
             .order_by(links.c.target_id, events.c.id)
         )
-        rows = select_in(conn, lambda chunk: statement.where(links.c.target_id.in_(chunk)), ids)
+        rows = select_any(conn, lambda chunk: statement.where(is_in(links.c.target_id, chunk)), ids)
         for target_id, event_id, repo_id in rows:
             found[target_id].append({"ref": f"/repositories/{repo_id}/events/{event_id}"})
     return [{"linked_events": found.get(i, [])} for i in ids]
