@@ -42,6 +42,7 @@ PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
 # Schemas unique to this run and worker, dropped at the end: runs sharing the database can't collide.
 SCHEMA = f"fonds_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:8]}"
 FRESH_DATABASE_DIRS = (Path(__file__).parent / "storage",)
+TEST_SEARCH_WAIT_SECONDS = 30.0
 LOCK_TIMEOUT = "10s"  # emptying or dropping a schema waits at most this long for a connection a test left open
 
 
@@ -219,7 +220,17 @@ def settings_overrides() -> dict:
 
 @pytest.fixture
 def settings(tmp_path, database_url, settings_overrides):
-    values = {"data_dir": tmp_path / "data", "database_url": database_url, "admin_password": ADMIN_PASSWORD, **settings_overrides}
+    values = {
+        "data_dir": tmp_path / "data",
+        "database_url": database_url,
+        "admin_password": ADMIN_PASSWORD,
+        # A search waits for the index to apply every change committed before it (2 s at most by
+        # default, then answers from the index as it is): tests of what the index holds must not
+        # depend on how loaded the host is (a CI run on PostgreSQL saw 101 changes, applied in
+        # ~0.1 s here, take over 2 s). Tests of the cut-off set their own.
+        "search_wait_seconds": TEST_SEARCH_WAIT_SECONDS,
+        **settings_overrides,
+    }
     return load_settings(env={}, **values)
 
 
