@@ -4,6 +4,7 @@ start-up; `fonds search-status` reports it."""
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -137,3 +138,40 @@ def test_a_backlog_larger_than_the_index_is_caught_up_by_rebuilding_it(api, repo
     later = accession(api, repo, "Loaded later")["uri"]
     assert hits(api, f"/repositories/{repo}/search", q="later") == [later]
     assert api.get("/search/status").json()["generation"] == rebuilt["generation"]
+
+
+def test_a_server_stopped_while_it_rebuilds_the_index_abandons_the_rebuild(settings, monkeypatch):
+    """Stopping must not wait until a rebuild of a large archive ends: the rebuild stops at its
+    next batch, publishes nothing, and the next start builds the index again."""
+    from fonds.search import indexer
+
+    with _restart(settings) as client:
+        api = Api.login(client)
+        repo = api.create_repository("MSS")
+        uris = [accession(api, repo, f"Rebuilt record {n}")["uri"] for n in range(5)]
+    shutil.rmtree(_index_dir(settings))
+    monkeypatch.setattr(indexer, "BATCH", 1)
+    batches, building, release = [], threading.Event(), threading.Event()
+    build = indexer.DocumentBuilder.build
+
+    def held_build(self, conn, wanted):
+        batches.append(wanted)
+        building.set()
+        release.wait(30)
+        return build(self, conn, wanted)
+
+    monkeypatch.setattr(indexer.DocumentBuilder, "build", held_build)
+    client = _restart(settings)
+    client.__enter__()
+    assert building.wait(30)
+    thread = client.app.state.fonds.search.thread
+    stopper = threading.Thread(target=client.__exit__, args=(None, None, None))
+    stopper.start()
+    assert thread.stopping.wait(30)
+    release.set()
+    stopper.join(60)
+    assert not thread.is_alive() and len(batches) == 1
+    assert not (_index_dir(settings) / "CURRENT").exists()
+    monkeypatch.undo()
+    with _restart(settings) as client:
+        assert sorted(hits(Api.login(client), f"/repositories/{repo}/search", q="rebuilt", page_size=10)) == sorted(uris)

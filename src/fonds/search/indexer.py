@@ -182,9 +182,10 @@ class Indexer:
         self.writer = None
         self.applied = 0
 
-    def open(self, *, force_rebuild: bool = False) -> None:
+    def open(self, *, force_rebuild: bool = False, pause: Callable[[], None] = lambda: None) -> None:
         """Open the live generation, rebuilding it when it is missing, unreadable or older than
-        the change log still kept (an index restored from a backup made before a prune)."""
+        the change log still kept (an index restored from a backup made before a prune).
+        `pause`: called before each batch of records a rebuild reads."""
         name = self.directory.current_name()
         try:
             if name is None or force_rebuild:
@@ -197,7 +198,7 @@ class Indexer:
                 raise IndexUnavailable(f"index at change {applied} but the log starts at {oldest}")
         except IndexUnavailable as why:
             log.warning("search index %s: rebuilding from the database", why)
-            self._rebuild()
+            self._rebuild(pause)
             return
         self._switch_to(name, index, applied)
 
@@ -211,13 +212,13 @@ class Indexer:
         self.writer = index.writer(LIVE_WRITER_HEAP, 1)
         self.directory.remove_stale(keep=name)
 
-    def follow_rebuild(self) -> bool:
+    def follow_rebuild(self, pause: Callable[[], None] = lambda: None) -> bool:
         """Switch to a generation `fonds reindex` has made live meanwhile (or rebuild a deleted one)."""
         name = self.directory.current_name()
         if name == self.name:
             return False
         if name is None:  # the index directory was deleted under us: rebuild it
-            self.open()
+            self.open(pause=pause)
         else:
             self._switch_to(name, self.directory.open(name), self.directory.applied(name))
         return True
@@ -295,6 +296,10 @@ class Indexer:
             self.writer = None
 
 
+class Stopping(Exception):
+    """The indexer thread is stopping: raised out of a rebuild to abandon it."""
+
+
 class IndexerThread(threading.Thread):
     """Runs the indexer: wakes on every committed write of this process, and polls for those of
     other processes."""
@@ -328,6 +333,8 @@ class IndexerThread(threading.Thread):
             while not self.stopping.is_set():
                 try:
                     self._serve()
+                except Stopping:
+                    return
                 except Exception:
                     log.exception("search indexer failed; starting again")
                     self.indexer.close_writer()
@@ -338,11 +345,11 @@ class IndexerThread(threading.Thread):
 
     def _serve(self) -> None:
         if self.indexer.index is None or self.indexer.writer is None:
-            self.indexer.open()
+            self.indexer.open(pause=self._stop_point)
         if self.stalled:
             self.stopping.wait()
         while not self.stopping.is_set():
-            self.indexer.follow_rebuild()
+            self.indexer.follow_rebuild(pause=self._stop_point)
             while (
                 self._no_import_running()
                 and (applied := self.indexer.apply_pending(pause=self._wait_for_imports))
@@ -367,6 +374,13 @@ class IndexerThread(threading.Thread):
         """Between a rebuild's batches, as between the batches of changes applied."""
         while not self.stopping.is_set() and not self._no_import_running():
             pass
+        self._stop_point()
+
+    def _stop_point(self) -> None:
+        """Between a rebuild's batches: a stopping server abandons the rebuild (its next start
+        builds the index again) rather than keep its shutdown waiting until the rebuild ends."""
+        if self.stopping.is_set():
+            raise Stopping()
 
     def hurry(self) -> None:
         """Apply the changes now: a search is waiting for them."""
