@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from fonds import __version__
+from tests.conftest import TEST_SEARCH_WAIT_SECONDS
 from tests.factories import ADMIN_PASSWORD
 
 PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
@@ -30,7 +31,7 @@ def free_port() -> int:
 
 def serve_env(settings, data_dir) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
-    env.update(FONDS_DATA_DIR=str(data_dir), FONDS_ADMIN_PASSWORD=SERVE_PASSWORD)
+    env.update(FONDS_DATA_DIR=str(data_dir), FONDS_ADMIN_PASSWORD=SERVE_PASSWORD, FONDS_SEARCH_WAIT_SECONDS=str(TEST_SEARCH_WAIT_SECONDS))
     if PG_URL:
         env["FONDS_DATABASE_URL"] = settings.database_url
     return env
