@@ -50,7 +50,7 @@ def as_cached_user(
         return None
     user, seen = cached
     try:
-        return write(actor_of(user), Precondition(generation.current, seen))
+        return write(actor_of(user), Precondition(generation.SUBQUERY, seen))
     except RefusedInWrite as refused:
         return refused.refusal
     except (FondsError, PreconditionChanged, DataError, OverflowError):

@@ -23,12 +23,13 @@ holds is left unwritten and answered `PreconditionChanged`, for its caller to de
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fonds.errors import FondsError
+from fonds.records import value_lists
 from fonds.records.writes import Batch, NewRecord
+from fonds.storage import driver
 
 if TYPE_CHECKING:
     from fonds.records.registry import RecordType
@@ -52,10 +53,22 @@ class PreconditionChanged(Exception):
 
 @dataclass(frozen=True)
 class Precondition:
-    """`read(conn)` must still give `expected` in the transaction writing the create."""
+    """`query` (SQL giving one value) must still give `expected` in the transaction writing the
+    create: read there by the statement that reads the value lists' generation."""
 
-    read: Callable[[object], object]
+    query: str
     expected: object
+
+
+def read_with_lists(conn, preconditions: list[Precondition], *, lists: bool = True) -> tuple[int | None, dict[str, object]]:
+    """The value lists' generation (None unless `lists`) and each precondition's value, read by
+    one statement: a write transaction checks both before it writes, and on PostgreSQL each
+    statement is a round trip."""
+    queries = list(dict.fromkeys(condition.query for condition in preconditions))
+    if lists:
+        queries.insert(0, value_lists.GENERATION_SQL)
+    values = dict(zip(queries, driver.values_of(conn, queries))) if queries else {}
+    return values.pop(value_lists.GENERATION_SQL, None), values
 
 
 @dataclass(eq=False)
@@ -163,8 +176,9 @@ class GroupedCreates:
 
     def _write(self, conn, group: list[PendingCreate]) -> list[tuple[PendingCreate, dict]]:
         service = self.service
-        group[:] = self._preconditions_held(conn, group)
-        if not service.value_lists.current(conn):
+        lists_generation, read = read_with_lists(conn, [p.precondition for p in group if p.precondition is not None])
+        group[:] = self._preconditions_held(group, read)
+        if not service.value_lists.matches(lists_generation):
             if len(group) > 1:
                 raise _Abandoned()  # validated against lists changed since: each alone, validated again
             service.value_lists.refresh(conn)
@@ -179,18 +193,15 @@ class GroupedCreates:
             results += zip(members, Batch(service, conn, actor).create(items))
         return results
 
-    def _preconditions_held(self, conn, group: list[PendingCreate]) -> list[PendingCreate]:
-        """The members whose precondition holds; the others are answered and done."""
-        read: dict[Callable, object] = {}
+    def _preconditions_held(self, group: list[PendingCreate], read: dict[str, object]) -> list[PendingCreate]:
+        """The members whose precondition holds (`read`: each query's value); the others are
+        answered and done."""
         held = []
         for pending in group:
             condition = pending.precondition
-            if condition is not None:
-                if condition.read not in read:
-                    read[condition.read] = condition.read(conn)
-                if read[condition.read] != condition.expected:
-                    pending.error, pending.done = PreconditionChanged(), True
-                    continue
+            if condition is not None and read[condition.query] != condition.expected:
+                pending.error, pending.done = PreconditionChanged(), True
+                continue
             held.append(pending)
         return held
 
@@ -199,7 +210,8 @@ class GroupedCreates:
         service = self.service
         try:
             with service.db.write() as conn:
-                if not self._preconditions_held(conn, [pending]):
+                _, read = read_with_lists(conn, [pending.precondition] if pending.precondition else [], lists=False)
+                if not self._preconditions_held([pending], read):
                     return
                 service.value_lists.refresh(conn)
                 clean, warnings, _ = service.prepare_body(pending.record_type, pending.body)

@@ -17,7 +17,7 @@ from fonds.errors import BadRequest, Conflict, FondsError, Invalid, NotFound
 from fonds.records import deletion, pages, refs, uniqueness
 from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
-from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition, PreconditionChanged, RefusedInWrite
+from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition, PreconditionChanged, RefusedInWrite, read_with_lists
 from fonds.records.hooks import WriteContext
 from fonds.records.plain import splice
 from fonds.records.registry import RecordType, Registry
@@ -232,26 +232,28 @@ class RecordService:
         the write transaction confirms they are current (validating again if not), as a create's.
         `precondition`: checked first in the writing transaction (`_writing`)."""
         prepared = self._prepared_before_writing(record_type, body, creating=False)
-        with self._writing(precondition) as conn:
-            if not self.value_lists.current(conn):
+        with self._writing(precondition, lists=True) as (conn, lists_generation):
+            if not self.value_lists.matches(lists_generation):
                 self.value_lists.refresh(conn)
                 prepared = self.prepare_body(record_type, body, creating=False)
             doc, warnings, given_lock = prepared
             return self.update_in(conn, record_type, record_id, doc, warnings, given_lock, repo_id=repo_id, actor=actor, options=options)
 
     @contextmanager
-    def _writing(self, precondition: Precondition | None):
+    def _writing(self, precondition: Precondition | None, *, lists: bool = False):
         """A write transaction whose `precondition` (the auth generation a cached session was
         read at) holds first: else PreconditionChanged, nothing written. A refusal made after it
-        held comes as RefusedInWrite: it is the answer, which trying again would not change."""
+        held comes as RefusedInWrite: it is the answer, which trying again would not change.
+        Yields the connection and (`lists`) the value lists' generation, read with the precondition."""
         with self.db.write() as conn:
+            lists_generation, read = read_with_lists(conn, [precondition] if precondition else [], lists=lists)
             if precondition is None:
-                yield conn
+                yield conn, lists_generation
                 return
-            if precondition.read(conn) != precondition.expected:
+            if read[precondition.query] != precondition.expected:
                 raise PreconditionChanged()
             try:
-                yield conn
+                yield conn, lists_generation
             except FondsError as refusal:
                 raise RefusedInWrite(refusal) from refusal
 
@@ -319,7 +321,7 @@ class RecordService:
     def delete(
         self, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor, precondition: Precondition | None = None
     ) -> dict:
-        with self._writing(precondition) as conn:
+        with self._writing(precondition) as (conn, _):
             return self.delete_in(conn, record_type, record_id, repo_id=repo_id, actor=actor)
 
     def delete_in(self, conn, record_type: RecordType, record_id: int, *, repo_id: int | None, actor: Actor) -> dict:

@@ -86,9 +86,9 @@ class ListCache:
                 self.snapshot = Snapshot(current, lists)
         return self.snapshot
 
-    def current(self, conn) -> bool:
-        """Whether the kept lists are the database's (one indexed query in the caller's transaction)."""
-        return generation(conn) == self.snapshot.generation
+    def matches(self, generation: int) -> bool:
+        """Whether the kept lists are those of `generation` (GENERATION_SQL read in a transaction)."""
+        return generation == self.snapshot.generation
 
 
 def load_seed() -> dict[str, dict]:

@@ -44,3 +44,8 @@ def execute(conn: Connection, statement: str, parameters: tuple | dict = ()) -> 
     with cursor(conn, statement, parameters) as found:
         found.execute(statement, parameters)
         return found.rowcount
+
+
+def values_of(conn: Connection, queries: list[str]) -> list:
+    """The single value of each one-value query, all read by one statement (one round trip)."""
+    return list(rows(conn, "SELECT " + ", ".join(f"({query})" for query in queries))[0])
