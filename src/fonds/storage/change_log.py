@@ -33,17 +33,21 @@ class Change:
 COLUMNS = ["record_type", "record_id", "repo_id", "uri", "op", "at"]
 
 
+_APPEND_LOCK = ("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
+
+
 def _take_append_lock(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
-        driver.rows(conn, "SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
+        driver.rows(conn, *_APPEND_LOCK)
 
 
 def append(conn: Connection, changes: list[dict]) -> None:
-    """Append change rows (record_type, record_id, repo_id, uri, op, at), in bounded statements."""
+    """Append change rows (record_type, record_id, repo_id, uri, op, at), in bounded statements;
+    on PostgreSQL the lock first (a write's few rows: in the statement that appends them)."""
     if not changes:
         return
-    _take_append_lock(conn)
-    insert_rows(conn, conn.info["fonds_tables"]["change_log"], changes)
+    first = _APPEND_LOCK if conn.dialect.name == "postgresql" else None
+    insert_rows(conn, conn.info["fonds_tables"]["change_log"], changes, first=first)
 
 
 def append_from(conn: Connection, query) -> None:

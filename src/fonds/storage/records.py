@@ -58,7 +58,7 @@ def reserve_ids(conn: Connection, table: Table, count: int) -> list[int]:
     return ids
 
 
-def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
+def insert_rows(conn: Connection, table: Table, rows: list[dict], *, first: tuple[str, tuple] | None = None) -> None:
     """Insert complete rows (ids included; every row holds the keys of the first): `insert_values`."""
     if not rows:
         return
@@ -67,7 +67,7 @@ def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
         values = [(row[names[0]],) for row in rows]
     else:
         values = list(map(operator.itemgetter(*names), rows))
-    insert_values(conn, table, names, values)
+    insert_values(conn, table, names, values, first=first)
 
 
 # PostgreSQL: a COPY takes two round trips (the statement, then its rows), an INSERT one; fewer
@@ -77,22 +77,34 @@ def insert_rows(conn: Connection, table: Table, rows: list[dict]) -> None:
 COPY_LEAST_ROWS = 9
 
 
-def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values: list[tuple]) -> None:
+def insert_values(
+    conn: Connection, table: Table, names: tuple[str, ...], values: list[tuple], *, first: tuple[str, tuple] | None = None
+) -> None:
     """Insert rows given as tuples of the values of columns `names`, through the driver's cursor:
     SQLAlchemy's executemany spends more per row (parameter processing, execution context) than
     SQLite spends storing it. PostgreSQL: one statement per call (COPY, or INSERT for a few
     rows), so the statement-level counting triggers (storage/counts.py) run once, not once per
-    row. Refusals come as SQLAlchemy's errors (`IntegrityError` for a unique key), as from `execute`."""
+    row. Refusals come as SQLAlchemy's errors (`IntegrityError` for a unique key), as from `execute`.
+
+    `first`: (statement, parameters) of a statement that must run before any row is inserted
+    (a lock): on PostgreSQL, a few rows are inserted by the statement that runs it."""
     if not values:
         return
     values = _converted(_bind_processors(conn, table, names), values)
     quote = conn.dialect.identifier_preparer.quote
     columns = ", ".join(quote(name) for name in names)
     if conn.dialect.name == "postgresql" and len(values) < COPY_LEAST_ROWS:
-        row = f"({', '.join(['%s'] * len(names))})"
-        statement = f"INSERT INTO {quote(table.name)} ({columns}) VALUES {', '.join([row] * len(values))}"
-        driver.execute(conn, statement, [value for row in values for value in row])
-    elif conn.dialect.name == "postgresql":
+        flat = [value for row in values for value in row]
+        if first is None:
+            row = f"({', '.join(['%s'] * len(names))})"
+            statement = f"INSERT INTO {quote(table.name)} ({columns}) VALUES {', '.join([row] * len(values))}"
+            driver.execute(conn, statement, flat)
+        else:
+            driver.execute(conn, _insert_after(conn, table, names, len(values), first[0]), (*first[1], *flat))
+        return
+    if first is not None:
+        driver.rows(conn, *first)
+    if conn.dialect.name == "postgresql":
         statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN (FORMAT BINARY)"
         types = _column_types(conn, table, names)  # before the COPY: the connection is busy with it then
         with driver.cursor(conn, statement) as cursor, cursor.copy(statement) as copy:
@@ -104,6 +116,35 @@ def insert_values(conn: Connection, table: Table, names: tuple[str, ...], values
         with driver.cursor(conn, statement) as cursor:
             for chunk in chunked(values, ROWS_PER_STATEMENT):
                 cursor.executemany(statement, chunk)
+
+
+def _insert_after(conn: Connection, table: Table, names: tuple[str, ...], count: int, first: str) -> str:
+    """PostgreSQL: one statement running `first`, then inserting `count` rows: the rows come
+    from a join with `first`'s materialised result, so none is made (nor its column defaults,
+    a sequence's next value among them, computed) before `first` has run. Each value is cast
+    to its column's type: a column of NULLs in a VALUES list would otherwise be text."""
+    quote = conn.dialect.identifier_preparer.quote
+    types = _column_type_names(conn, table, names)
+    row = "(" + ", ".join(f"CAST(%s AS {type_name})" for type_name in types) + ")"
+    columns = ", ".join(quote(name) for name in names)
+    return (
+        f"WITH first AS MATERIALIZED ({first}) INSERT INTO {quote(table.name)} ({columns}) "
+        f"SELECT v.* FROM first, (VALUES {', '.join([row] * count)}) AS v ({columns})"
+    )
+
+
+def _column_type_names(conn: Connection, table: Table, names: tuple[str, ...]) -> list[str]:
+    key = ("postgresql names", table.name, names)
+    if key not in _TYPES:
+        found = dict(driver.rows(conn, _COLUMN_TYPE_NAMES, {"table": conn.dialect.identifier_preparer.quote(table.name)}))
+        _TYPES[key] = [found[name] for name in names]
+    return _TYPES[key]
+
+
+_COLUMN_TYPE_NAMES = """
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+WHERE attrelid = to_regclass(%(table)s) AND attnum > 0 AND NOT attisdropped
+"""
 
 
 def _column_types(conn: Connection, table: Table, names: tuple[str, ...]) -> list[int]:
