@@ -133,36 +133,31 @@ def _insert_after(conn: Connection, table: Table, names: tuple[str, ...], count:
     )
 
 
-def _column_type_names(conn: Connection, table: Table, names: tuple[str, ...]) -> list[str]:
-    key = ("postgresql names", table.name, names)
-    if key not in _TYPES:
-        found = dict(driver.rows(conn, _COLUMN_TYPE_NAMES, {"table": conn.dialect.identifier_preparer.quote(table.name)}))
-        _TYPES[key] = [found[name] for name in names]
-    return _TYPES[key]
-
-
-_COLUMN_TYPE_NAMES = """
-SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
-WHERE attrelid = to_regclass(%(table)s) AND attnum > 0 AND NOT attisdropped
-"""
-
-
 def _column_types(conn: Connection, table: Table, names: tuple[str, ...]) -> list[int]:
     """PostgreSQL: the type (oid) of each of the columns `names`, as a binary COPY needs them
-    (the JSON of a row goes as its bytes, not hex-escaped text for the server to decode);
-    read from the catalog once per table and columns."""
-    key = ("postgresql", table.name, names)
+    (the JSON of a row goes as its bytes, not hex-escaped text for the server to decode)."""
+    return [oid for oid, _ in _column_catalog(conn, table, names)]
+
+
+def _column_type_names(conn: Connection, table: Table, names: tuple[str, ...]) -> list[str]:
+    """PostgreSQL: the type of each of the columns `names`, as SQL names it in a cast."""
+    return [name for _, name in _column_catalog(conn, table, names)]
+
+
+def _column_catalog(conn: Connection, table: Table, names: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(type oid, type name) of each of the columns `names`, read from the catalog once per table and columns."""
+    key = (table.name, names)
     if key not in _TYPES:
-        found = dict(driver.rows(conn, _COLUMN_TYPES, {"table": conn.dialect.identifier_preparer.quote(table.name)}))
+        found = {row[0]: row[1:] for row in driver.rows(conn, _COLUMN_TYPES, {"table": conn.dialect.identifier_preparer.quote(table.name)})}
         _TYPES[key] = [found[name] for name in names]
     return _TYPES[key]
 
 
 _COLUMN_TYPES = """
-SELECT attname, atttypid::int FROM pg_attribute
+SELECT attname, atttypid::int, format_type(atttypid, atttypmod) FROM pg_attribute
 WHERE attrelid = to_regclass(%(table)s) AND attnum > 0 AND NOT attisdropped
 """
-_TYPES: dict[tuple, list[int]] = {}
+_TYPES: dict[tuple, list[tuple[int, str]]] = {}
 
 
 def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> list | None:
