@@ -176,9 +176,25 @@ def changes(result: dict, before: dict | None) -> list[str]:
             delta = (now["throughput_rps"] / then["throughput_rps"] - 1) * 100
             lines.append(
                 f"  {name:16} {then['throughput_rps']:>9,.0f} -> {now['throughput_rps']:>9,.0f} req/s ({delta:+.0f} %), p50 {then['p50_ms']:.2f} -> {now['p50_ms']:.2f} ms"
+                + _ratio_change(then, now)
+                + _client_change(then, now)
             )
         elif now.get("throughput_rps"):
             lines.append(f"  {name:16} new: {now['throughput_rps']:,.0f} req/s")
     if before.get("load", {}).get("records_per_s"):
         lines.append(f"  load             {before['load']['records_per_s']:>9,.0f} -> {result['load']['records_per_s']:>9,.0f} records/s")
     return lines
+
+
+def _ratio_change(then: dict, now: dict) -> str:
+    """The throughput as a fraction of the ceiling measured in the same run: comparable across
+    hosts of different speeds, where req/s are not."""
+    before, after = (then.get("ratio_to_ceiling") or {}).get("throughput"), (now.get("ratio_to_ceiling") or {}).get("throughput")
+    return f", of the ceiling {before:.3f} -> {after:.3f}" if before and after else ""
+
+
+def _client_change(then: dict, now: dict) -> str:
+    """wrk and the Python client reach different rates: a change of client is not a change of server."""
+    if then.get("tool") and now.get("tool") and then["tool"] != now["tool"]:
+        return f" (client {then['tool']} -> {now['tool']}: not comparable)"
+    return ""

@@ -218,3 +218,16 @@ def test_two_runs_of_a_day_at_two_scales_keep_a_file_each_and_the_later_is_previ
     paths = [report.write(result, tmp_path) for result in (later, earlier)]
     assert sorted(p.name for p in paths) == ["2026-11-26-large-sqlite.json", "2026-11-26-medium-sqlite.json"]
     assert report.previous(tmp_path, "sqlite")["date"] == "2026-11-26T21:00:00Z"
+
+
+def test_the_change_against_the_previous_run_shows_the_ratio_and_a_change_of_client():
+    """Hosts differ in speed (the ratio to the ceiling of the same run is what compares), and wrk
+    reaches rates the Python client does not: a change of client is not the server's."""
+    from bench import report
+
+    before = json.loads((ROOT / "bench" / "results" / "2026-11-29-large-sqlite.json").read_text())
+    after = json.loads(json.dumps(before))
+    after["scenarios"]["get_one"].update(tool="python", throughput_rps=10_000.0, ratio_to_ceiling={"throughput": 0.5})
+    lines = {line.split()[0]: line for line in report.changes(after, before)[1:]}
+    assert lines["get_one"].endswith("of the ceiling 0.646 -> 0.500 (client wrk -> python: not comparable)")
+    assert lines["create"].endswith("of the ceiling 0.060 -> 0.060")
