@@ -91,19 +91,15 @@ def insert_values(
     if not values:
         return
     values = _converted(_bind_processors(conn, table, names), values)
-    quote = conn.dialect.identifier_preparer.quote
-    columns = ", ".join(quote(name) for name in names)
     if conn.dialect.name == "postgresql" and len(values) < COPY_LEAST_ROWS:
-        flat = [value for row in values for value in row]
-        if first is None:
-            row = f"({', '.join(['%s'] * len(names))})"
-            statement = f"INSERT INTO {quote(table.name)} ({columns}) VALUES {', '.join([row] * len(values))}"
-            driver.execute(conn, statement, flat)
-        else:
-            driver.execute(conn, _insert_after(conn, table, names, len(values), first[0]), (*first[1], *flat))
+        first_sql, first_parameters = first or (None, ())
+        statement = _few_rows_insert(conn, table, names, len(values), first_sql)
+        driver.execute(conn, statement, (*first_parameters, *(value for row in values for value in row)))
         return
     if first is not None:
         driver.rows(conn, *first)
+    quote = conn.dialect.identifier_preparer.quote
+    columns = ", ".join(quote(name) for name in names)
     if conn.dialect.name == "postgresql":
         statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN (FORMAT BINARY)"
         types = _column_types(conn, table, names)  # before the COPY: the connection is busy with it then
@@ -118,19 +114,30 @@ def insert_values(
                 cursor.executemany(statement, chunk)
 
 
-def _insert_after(conn: Connection, table: Table, names: tuple[str, ...], count: int, first: str) -> str:
-    """PostgreSQL: one statement running `first`, then inserting `count` rows: the rows come
-    from a join with `first`'s materialised result, so none is made (nor its column defaults,
-    a sequence's next value among them, computed) before `first` has run. Each value is cast
-    to its column's type: a column of NULLs in a VALUES list would otherwise be text."""
-    quote = conn.dialect.identifier_preparer.quote
-    types = _column_type_names(conn, table, names)
-    row = "(" + ", ".join(f"CAST(%s AS {type_name})" for type_name in types) + ")"
-    columns = ", ".join(quote(name) for name in names)
-    return (
-        f"WITH first AS MATERIALIZED ({first}) INSERT INTO {quote(table.name)} ({columns}) "
-        f"SELECT v.* FROM first, (VALUES {', '.join([row] * count)}) AS v ({columns})"
-    )
+def _few_rows_insert(conn: Connection, table: Table, names: tuple[str, ...], count: int, first: str | None) -> str:
+    """PostgreSQL: `INSERT … VALUES` of `count` rows, built once per table, columns, count and
+    `first`. With `first`, one statement running it, then inserting the rows: they come from a
+    join with `first`'s materialised result, so none is made (nor its column defaults, a
+    sequence's next value among them, computed) before `first` has run; each value is cast to its
+    column's type, as a column of NULLs in a VALUES list would otherwise be text."""
+    key = (table.name, names, count, first)
+    if key not in _FEW_ROWS_INSERTS:
+        quote = conn.dialect.identifier_preparer.quote
+        columns = ", ".join(quote(name) for name in names)
+        into = f"INSERT INTO {quote(table.name)} ({columns})"
+        if first is None:
+            row = "(" + ", ".join(["%s"] * len(names)) + ")"
+            statement = f"{into} VALUES {', '.join([row] * count)}"
+        else:
+            row = "(" + ", ".join(f"CAST(%s AS {name})" for name in _column_type_names(conn, table, names)) + ")"
+            statement = (
+                f"WITH first AS MATERIALIZED ({first}) {into} SELECT v.* FROM first, (VALUES {', '.join([row] * count)}) AS v ({columns})"
+            )
+        _FEW_ROWS_INSERTS[key] = statement
+    return _FEW_ROWS_INSERTS[key]
+
+
+_FEW_ROWS_INSERTS: dict[tuple, str] = {}
 
 
 def _column_types(conn: Connection, table: Table, names: tuple[str, ...]) -> list[int]:
