@@ -61,6 +61,18 @@ def test_json_nesting_depth_is_limited(api, repo, depth):
     assert messages == [f"Nested more than {MAX_DEPTH} levels deep"]
 
 
+@pytest.mark.parametrize("field", ["extents", "instances", "linked_agents", "title"])
+def test_a_batch_import_refuses_a_record_nested_too_deep(api, repo, field):
+    # Every record of a batch is checked as a single create's body is (these were 500s).
+    deep = "[" * 1000 + '"x"' + "]" * 1000
+    body = f'[{{"jsonmodel_type": "subject", "terms": []}}, {{"jsonmodel_type": "accession", "title": "L", "{field}": {deep}}}]'
+    errors = bad(api.post(f"/repositories/{repo}/batch_imports", content=body, headers={"content-type": "application/json"}))
+    [(path, messages)] = errors.items()
+    assert path.startswith(f"batch_import/1/{field}/0/0/")
+    assert messages == [f"Nested more than {MAX_DEPTH} levels deep"]
+    assert api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json() == []
+
+
 def test_nesting_within_the_limit_is_judged_on_its_merits(api, repo):
     errors = bad(api.post(f"/repositories/{repo}/accessions", json=accession(extents=nested(MAX_DEPTH - 2))))
     assert "extents/0" in errors
@@ -106,6 +118,16 @@ def test_a_group_with_70000_members_is_refused(api, repo):
 def test_nul_is_refused_in_bodies(api, repo, path, body, field):
     url = path.format(repo=f"/repositories/{repo}")
     assert bad(api.post(url, json=body)) == {field: ["Must not contain a NUL character"]}
+
+
+@pytest.mark.parametrize(("value", "field"), [("A\x00B", "title"), ({"number\x00": "1"}, "extents/0/number\\u0000")])
+def test_nul_is_refused_in_a_batch_import(api, repo, value, field):
+    record = accession(id_0="N1", extents=[value]) if field.startswith("extents") else accession(id_0="N1", title=value)
+    body = [accession(id_0="N0", uri=f"/repositories/{repo}/accessions/import_0"), record]
+    assert bad(api.post(f"/repositories/{repo}/batch_imports", json=body)) == {
+        f"batch_import/1/{field}": ["Must not contain a NUL character"]
+    }
+    assert api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json() == []
 
 
 @pytest.mark.parametrize(

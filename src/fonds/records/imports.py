@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records import value_lists
 from fonds.records.registry import RecordType
-from fonds.records.validation import find_refs
+from fonds.records.validation import check_structure, find_refs, structures_are_sound
 from fonds.records.writes import Batch, NewRecord
 from fonds.storage import records as store
 from fonds.storage.db import bulk_page_cache
@@ -73,6 +73,12 @@ def parse_entries(registry, records) -> list[Entry]:
         if uri:
             seen.add(uri)
         entries.append(Entry(index, record_type, uri or None, doc))
+    if not structures_are_sound(records):
+        for index, doc in enumerate(records):
+            try:
+                check_structure(doc)
+            except Invalid as error:
+                raise nested_under(error, f"{FIELD}/{index}") from None
     records.clear()
     return entries
 

