@@ -63,7 +63,7 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     counts.install(db, [record_type.name for record_type in REGISTRY])
     siblings.install(db, {t.name: t.tree.root_column for t in REGISTRY if t.is_tree_node})
-    records = RecordService(db, REGISTRY, settings)
+    records = RecordService(db, REGISTRY, settings, registry_source="fonds.model:REGISTRY")
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)
     search = SearchEngine(settings, db, REGISTRY, records.render)
@@ -80,20 +80,24 @@ def open_services(settings: Settings) -> AppServices:
     )
 
 
+IDLE_CHECK_SECONDS = 10.0
+
+
 async def _release_memory(services: AppServices, every: float) -> None:
     """What malloc freed in its arenas (the indexer's batches, a page of 250 records, a password
     hash, the compiled schemas of types not written lately) stays in RSS until trimmed; trimmed on
-    a thread, so the event loop never waits."""
-    if not every:
-        return
+    a thread, so the event loop never waits. And the process validating large imports is stopped
+    once idle (`every` 0: that only, every IDLE_CHECK_SECONDS)."""
 
     def release() -> None:
-        # Dropping compiled schemas frees native memory (milliseconds): off the loop as well.
-        services.records.validator.drop_unused()
-        allocator.release_free_memory()
+        services.records.import_validation.stop_if_idle()
+        if every:
+            # Dropping compiled schemas frees native memory (milliseconds): off the loop as well.
+            services.records.validator.drop_unused()
+            allocator.release_free_memory()
 
     while True:
-        await asyncio.sleep(every)
+        await asyncio.sleep(every or IDLE_CHECK_SECONDS)
         await anyio.to_thread.run_sync(release)
 
 
@@ -160,6 +164,7 @@ def create_app(settings: Settings) -> FondsApp:
         finally:
             releasing.cancel()
             await run_in_threadpool(services.search.stop)
+            services.records.import_validation.close()
             services.quick.close()
             services.write_threads.shutdown(wait=True)
             services.db.dispose()

@@ -164,6 +164,8 @@ def import_records(
         console.print(f"[red]Not JSON:[/red] {exc}")
         raise typer.Exit(2) from None
     services = _services(config)
+    # One import: validating it in another process would only add the start of that process.
+    services.records.import_validation.close()
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

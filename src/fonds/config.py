@@ -58,6 +58,10 @@ class Settings:
         10.0,
         "Every this many seconds the server hands the memory malloc holds free back to the system (`malloc_trim`: 4–26 ms measured after a 10,000-record load, on a worker thread); 0 never does.",
     )
+    import_process_records: int = _setting(
+        1000,
+        "Batch imports of at least this many records are validated in a process of their own, side by side with the server's writes: a bulk load then uses a second core, and ~100 MB more memory while it runs. The process starts with the first such import (which validates in the server meanwhile) and stops after 30 s without one. A number larger than any import keeps validation in the server.",
+    )
     strict_validation: bool = _setting(
         False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."
     )

@@ -7,8 +7,21 @@ import json
 import re
 import uuid
 
+import pytest
+
 from tests.factories import make_user
 from tests.test_cli import run_cli
+
+
+@pytest.fixture(params=["in the server", "in a process of its own"], autouse=True)
+def validated(request, app):
+    """Every test here runs twice: with the records validated in the server, and in the process
+    that validates large imports (records/import_validation.py), started before the test."""
+    if request.param == "in a process of its own":
+        validation = app.state.fonds.records.import_validation
+        validation.min_records = 1
+        validation.start().result(timeout=120)
+    return request.param
 
 
 def archive(repo: int) -> list[dict]:
@@ -177,9 +190,10 @@ def validating_with(monkeypatch, meanwhile):
     monkeypatch.setattr(imports, "_validated", then_meanwhile)
 
 
-def test_a_record_created_while_an_import_is_validated_takes_none_of_its_ids(api, repo, monkeypatch):
-    """The import's ids are reserved before its records are validated, outside the write lock:
-    a create meanwhile gets an id after them, and every ref of the import ends at its own record."""
+def test_a_record_created_while_an_import_is_validated_leaves_every_ref_at_its_own_record(api, repo, monkeypatch):
+    """The import's records are validated before their ids are reserved, outside the write lock
+    (their refs to each other point at stand-ins meanwhile): a create meanwhile gets an id before
+    theirs, and every ref of the import ends at its own record."""
     created = []
 
     def create_a_subject():
@@ -192,7 +206,7 @@ def test_a_record_created_while_an_import_is_validated_takes_none_of_its_ids(api
     response = api.post(f"/repositories/{repo}/batch_imports", json=archive(repo))
     assert response.status_code == 200, response.text
     saved = {key: value[0] for key, value in response.json()[-1]["saved"].items()}
-    assert created[0]["id"] > int(saved["/subjects/import_s"].rsplit("/", 1)[1])
+    assert created[0]["id"] < int(saved["/subjects/import_s"].rsplit("/", 1)[1])
     assert api.get(saved["/subjects/import_s"]).json()["title"] == "Imported topic"
     assert api.get(created[0]["uri"]).json()["title"] == "Meanwhile"
     series = api.get(saved[f"/repositories/{repo}/archival_objects/import_series"]).json()

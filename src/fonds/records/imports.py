@@ -2,13 +2,13 @@
 temporary URIs (`/repositories/2/resources/import_1`), created in one transaction in an order
 where every record comes after the records it refers to. All or none.
 
-Every record's id is reserved first, in a short transaction of its own, and each record's
-temporary refs are replaced by the URIs the records will have as it is validated (normalisation
-copies every ref object anyway), so the ref checks and the batch write path (records/writes.py)
-see ordinary URIs; the order of creation is worked out from the validated records' refs. Only
-the write itself holds the write lock: another import's records are validated meanwhile (on
-SQLite, while this one's rows are stored, which releases the interpreter), and single writes
-wait for the write alone."""
+Each record's temporary refs are replaced by a stand-in URI as it is validated (normalisation
+copies every ref object anyway), outside any transaction and, for a large import, in a process of
+its own (records/import_validation.py); then every record's id is reserved, in a short
+transaction of its own, and the stand-ins are replaced by the URIs the records will have, so
+the ref checks and the batch write path (records/writes.py) see ordinary URIs; the order of
+creation is worked out from the validated records' refs. Only the write itself holds the write
+lock: another import's records are validated meanwhile, and single writes wait for the write alone."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records import value_lists
+from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs, structures_are_sound
 from fonds.records.writes import Batch, NewRecord
@@ -29,6 +30,9 @@ from fonds.storage import records as store
 from fonds.storage.db import bulk_page_cache
 
 FIELD = "batch_import"
+# The ids of the stand-in URIs a batch's records are known by while they are validated (the n-th
+# record's is this plus n): past any id a database hands out (SQLite's and PostgreSQL's are 64-bit).
+STAND_IN_IDS = 2**63
 
 
 @dataclass
@@ -182,9 +186,9 @@ def import_batch(
     over: the list is emptied as the import goes (`parse_entries`). `progress(step, done)`:
     how many records are done with each step, `validated` then `written`.
 
-    The write lock is held only for the write: the records' ids are reserved first (their own
-    short transaction), so every temporary ref is replaced as its record is validated, outside
-    any transaction, while other writes go on (another import's included)."""
+    The write lock is held only for the write, and for the short transaction reserving the
+    records' ids once they are validated: validation goes on while other writes do (another
+    import's included)."""
     with BULK_IMPORTS.one():
         # Its records are let go as `_import` returns, before the collector is back on.
         return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
@@ -196,13 +200,23 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     for record_type in {entry.record_type.name: entry.record_type for entry in entries}.values():
         if not may_create(record_type):
             raise Denied()
-    ids = _reserved(service, entries)
     scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
-    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    # Validated before their ids are reserved (which waits for the write before, on SQLite):
+    # refs to the batch's records point at a stand-in URI meanwhile, then at their real one.
+    stand_ins = {e.temporary_uri: e.record_type.uri(STAND_IN_IDS + e.index, scope[e.index]) for e in entries if e.temporary_uri}
     # No transaction is held open while they are validated (a long read would keep SQLite from
     # checkpointing its log, PostgreSQL from vacuuming): the lists' generation is checked again in the write.
     lists = service.value_lists.refresh()
-    items = _validated(service, entries, created, ids, scope, progress=_step(progress, "validated"))
+    prepared = _validated(service, entries, stand_ins, lists, progress=_step(progress, "validated"))
+    ids = _reserved(service, entries)
+    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    _point_at_created(prepared, {stand_ins[temporary]: uri for temporary, uri in created.items()})
+    items = [
+        NewRecord(
+            entry.record_type, clean, warnings, scope[entry.index], label=f"{FIELD}/{entry.index}", record_id=ids[entry.index], refs=refs
+        )
+        for entry, (clean, warnings, refs) in zip(entries, prepared)
+    ]
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
     items = creation_order(items, member_at)
@@ -231,25 +245,57 @@ def _step(progress: Callable[[str, int], None] | None, step: str) -> Callable[[i
 
 
 def _validated(
-    service, entries: list[Entry], created: dict[str, str], ids: dict[int, int], scope: dict, *, progress: Callable[[int], None] | None
-) -> list[NewRecord]:
-    """Each record, in the order given, validated as a new record of its type with its temporary
-    refs replaced, and the refs it holds then (the caller refreshed the value lists)."""
-    schemas = service.schemas
-    items = []
-    for done, entry in enumerate(entries, 1):
+    service, entries: list[Entry], stand_ins: dict[str, str], lists, *, progress: Callable[[int], None] | None
+) -> list[tuple[dict, dict, list]]:
+    """Each record's (clean record, warnings, refs), in the order given, validated as a new record
+    of its type against `lists` (the caller refreshed them), its temporary refs replaced by
+    `stand_ins`: in the process that validates large imports (records/import_validation.py), or here."""
+    docs = []
+    for entry in entries:
         doc, entry.doc = entry.doc, None
         doc.pop("uri", None)
-        label = f"{FIELD}/{entry.index}"
+        docs.append(doc)
+    names = [entry.record_type.name for entry in entries]
+    try:
+        prepared = service.import_validation.validate(names, docs, stand_ins, lists, progress)
+    except Refused as refused:
+        raise nested_under(refused.error, f"{FIELD}/{entries[refused.index].index}") from None
+    return _prepared_here(service, entries, docs, stand_ins, progress) if prepared is None else prepared
+
+
+def _point_at_created(prepared: list[tuple[dict, dict, list]], real: dict[str, str]) -> None:
+    """Each ref to a stand-in URI (in the record and in its refs) pointed at the record's real URI."""
+    for clean, _, refs in prepared:
+        for index, (path, uri) in enumerate(refs):
+            found = real.get(uri)
+            if found is not None:
+                refs[index] = (path, found)
+                _set_ref(clean, path, found)
+
+
+def _set_ref(doc: dict, path: str, uri: str) -> None:
+    *above, last = path.split("/")
+    node = doc
+    for part in above:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    key = int(last) if isinstance(node, list) else last
+    if isinstance(node[key], dict):
+        node[key]["ref"] = uri
+    else:
+        node[key] = uri
+
+
+def _prepared_here(service, entries: list[Entry], docs: list[dict], created: dict[str, str], progress) -> list[tuple[dict, dict, list]]:
+    schemas, prepared = service.schemas, []
+    for done, (entry, doc) in enumerate(zip(entries, docs), 1):
         try:
             clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False, replace_refs=created)
         except Invalid as error:
-            raise nested_under(error, label) from None
-        refs = find_refs(schemas, schemas[entry.record_type.name], clean)
-        items.append(NewRecord(entry.record_type, clean, warnings, scope[entry.index], label=label, record_id=ids[entry.index], refs=refs))
+            raise nested_under(error, f"{FIELD}/{entry.index}") from None
+        prepared.append((clean, warnings, find_refs(schemas, schemas[entry.record_type.name], clean)))
         if progress is not None:
             progress(done)
-    return items
+    return prepared
 
 
 def _validated_again(service, conn, items: list[NewRecord]) -> None:

@@ -15,16 +15,17 @@ from sqlalchemy.exc import IntegrityError
 from fonds.config import Settings
 from fonds.errors import BadRequest, Conflict, FondsError, Invalid, NotFound
 from fonds.records import deletion, pages, refs, uniqueness
-from fonds.records.defaults import Defaults
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition, PreconditionChanged, RefusedInWrite, read_with_lists
 from fonds.records.hooks import WriteContext
+from fonds.records.import_validation import ImportValidation
 from fonds.records.plain import splice
+from fonds.records.preparation import RecordPreparer
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
 from fonds.records.trees import node_fields
 from fonds.records.types.repositories import GLOBAL_REPO_ID
-from fonds.records.validation import RecordValidator, check_structure, find_refs
+from fonds.records.validation import check_structure, find_refs
 from fonds.records.value_lists import ListCache
 from fonds.records.writes import MISSING_WARNING, Batch, NewRecord
 from fonds.storage import change_log
@@ -62,13 +63,18 @@ def parse_body(body: bytes) -> dict:
 
 
 class RecordService:
-    def __init__(self, db: Database, registry: Registry, settings: Settings):
+    def __init__(self, db: Database, registry: Registry, settings: Settings, *, registry_source: str | None = None):
+        """`registry_source`: where another process imports `registry` from ("module:NAME"), for
+        the process that validates large imports (none without it)."""
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
         self.value_lists = ListCache(db)
         self.list_usage = ListUsage(self.schemas, registry)
-        self.validator = RecordValidator(self.schemas, registry, self.value_lists)
-        self.defaults = Defaults(self.schemas)
+        self.preparer = RecordPreparer(self.schemas, registry, self.value_lists, strict=settings.strict_validation)
+        self.validator, self.defaults = self.preparer.validator, self.preparer.defaults
+        self.import_validation = ImportValidation(
+            registry_source, strict=settings.strict_validation, min_records=settings.import_process_records if registry_source else 0
+        )
         self.grouped_creates = GroupedCreates(self)
 
     # -- writing ---------------------------------------------------------------------------
@@ -79,30 +85,7 @@ class RecordService:
     def prepare_doc(
         self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True, replace_refs: dict[str, str] | None = None
     ) -> tuple[dict, dict, object]:
-        """`refresh=False`: the caller refreshed the value lists for a whole batch (`value_lists.refresh()`).
-        `replace_refs`: {URI: the URI a ref to it is given instead} (a batch import's temporary URIs)."""
-        given = doc.get("jsonmodel_type")
-        if given in (None, "") and creating:
-            raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
-        if given not in (None, "") and given != record_type.name:
-            raise Invalid({"jsonmodel_type": [f"Must be '{record_type.name}' for this endpoint (you provided '{given}')"]})
-        lock_version = doc.pop("lock_version", None)
-        schema = self.schemas[record_type.name]
-        clean, warnings = self.validator.prepare(
-            record_type.name,
-            doc,
-            aspace_required=tuple(schema.get("x-aspace-required", ())),
-            one_of_groups=record_type.minimum,
-            strict=self.settings.strict_validation,
-            refresh=refresh,
-            replace_refs=replace_refs,
-        )
-        errors = record_type.hooks.check(clean)
-        if errors:
-            raise Invalid(errors, warnings)
-        clean["jsonmodel_type"] = record_type.name
-        self.defaults.fill(record_type.name, clean, skip=record_type.read_fields)
-        return clean, warnings, lock_version
+        return self.preparer.prepare_doc(record_type, doc, creating=creating, refresh=refresh, replace_refs=replace_refs)
 
     def find_links(self, record_type: RecordType, doc: dict) -> list[refs.Link]:
         found = []

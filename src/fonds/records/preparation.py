@@ -1,0 +1,48 @@
+"""Turning a client's record into the clean record a write stores: normalised, validated against
+its type's schema and the type's own checks, schema defaults filled. No database: the value
+lists come from whoever holds them (a `ListCache` in the server, a snapshot of it in the process
+that validates large batch imports, `records/import_validation.py`)."""
+
+from __future__ import annotations
+
+from fonds.errors import Invalid
+from fonds.records.defaults import Defaults
+from fonds.records.registry import RecordType, Registry
+from fonds.records.schemas import SchemaSet
+from fonds.records.validation import RecordValidator
+
+
+class RecordPreparer:
+    def __init__(self, schemas: SchemaSet, registry: Registry, value_lists, *, strict: bool):
+        self.schemas, self.strict = schemas, strict
+        self.validator = RecordValidator(schemas, registry, value_lists)
+        self.defaults = Defaults(schemas)
+
+    def prepare_doc(
+        self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True, replace_refs: dict[str, str] | None = None
+    ) -> tuple[dict, dict, object]:
+        """(clean record, warnings, the lock_version it gave). `refresh=False`: the caller
+        refreshed the value lists for a whole batch. `replace_refs`: {URI: the URI a ref to it is
+        given instead} (a batch import's temporary URIs)."""
+        given = doc.get("jsonmodel_type")
+        if given in (None, "") and creating:
+            raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
+        if given not in (None, "") and given != record_type.name:
+            raise Invalid({"jsonmodel_type": [f"Must be '{record_type.name}' for this endpoint (you provided '{given}')"]})
+        lock_version = doc.pop("lock_version", None)
+        schema = self.schemas[record_type.name]
+        clean, warnings = self.validator.prepare(
+            record_type.name,
+            doc,
+            aspace_required=tuple(schema.get("x-aspace-required", ())),
+            one_of_groups=record_type.minimum,
+            strict=self.strict,
+            refresh=refresh,
+            replace_refs=replace_refs,
+        )
+        errors = record_type.hooks.check(clean)
+        if errors:
+            raise Invalid(errors, warnings)
+        clean["jsonmodel_type"] = record_type.name
+        self.defaults.fill(record_type.name, clean, skip=record_type.read_fields)
+        return clean, warnings, lock_version

@@ -1,0 +1,128 @@
+"""The process that validates large batch imports (records/import_validation.py): what it
+answers is what the server would have, a refused record is named by its place in the whole
+batch, an import goes on in the server when the process is gone, and the process stops when
+idle and with the app. (Every test of tests/api/test_batch_imports.py also runs through it.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from fonds.records import import_validation
+from tests.api.test_enumerations import EXTENTS, add_values
+
+
+@pytest.fixture
+def validation(app):
+    """The app's validating process, started, taking every import."""
+    found = app.state.fonds.records.import_validation
+    found.min_records = 1
+    found.start().result(timeout=120)
+    return found
+
+
+def process_ids(validation) -> list[int]:
+    return list(validation._pool._processes) if validation._pool is not None else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until(condition, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def accessions(repo: int, prefix: str, count: int) -> list[dict]:
+    return [
+        {
+            "jsonmodel_type": "accession",
+            "uri": f"/repositories/{repo}/accessions/import_{prefix}{n}",
+            "title": f"{prefix} {n}",
+            "id_0": f"{prefix}-{n}",
+            "extents": [{"portion": "whole", "number": "1", "extent_type": "Reels"}],  # outside the editable list: a warning
+        }
+        for n in range(count)
+    ]
+
+
+def test_the_process_answers_as_the_server_would(api, repo, validation, monkeypatch):
+    # Chunks of 2: the refused record (the 6th) is in the third, and named by its place in the batch.
+    monkeypatch.setattr(import_validation, "CHUNK", 2)
+    records = accessions(repo, "P", 7)
+    records[5]["dates"] = [{"jsonmodel_type": "date", "date_type": "single"}]  # neither begin nor expression
+    by_process = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    validation.min_records = 0
+    in_server = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert by_process.status_code == in_server.status_code == 400
+    assert by_process.json() == in_server.json()
+    assert any(path.startswith("batch_import/5/dates/0") for path in by_process.json()["error"])
+
+    del records[5]["dates"]
+    validation.min_records = 1
+    saved = api.post(f"/repositories/{repo}/batch_imports", json=records).json()[-1]["saved"]
+    stored = api.get(saved[records[6]["uri"]][0]).json()
+    assert (stored["title"], stored["extents"][0]["extent_type"]) == ("P 6", "Reels")
+    # The schema's defaults were filled by the process, as the server fills them.
+    assert stored["linked_agents"] == [] and stored["publish"] is False
+
+
+@pytest.mark.parametrize("settings_overrides", [{"strict_validation": True}])
+def test_the_process_checks_values_against_the_lists_the_import_read(api, repo, validation):
+    # Strict: a value outside an editable list is refused, not a warning.
+    refused = api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "L", 3))
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {
+        "batch_import/0/extents/0/extent_type": ["Value 'Reels' is not in the editable list extent_extent_type"]
+    }
+    add_values(api, EXTENTS, "Reels")
+    response = api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "L", 3))
+    assert response.status_code == 200, response.text
+
+
+def test_an_import_is_validated_in_the_server_when_the_process_is_gone(api, repo, validation):
+    [pid] = process_ids(validation)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not alive(pid))
+    response = api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "K", 3))
+    assert response.status_code == 200, response.text
+    assert len(response.json()[-1]["saved"]) == 3
+    # A later import starts the process again.
+    validation.start().result(timeout=120)
+    assert process_ids(validation) and process_ids(validation) != [pid]
+    assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "M", 3)).status_code == 200
+
+
+def test_the_process_stops_once_idle(api, repo, validation):
+    assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "I", 2)).status_code == 200
+    [pid] = process_ids(validation)
+    assert validation.stop_if_idle(idle_seconds=3600) is False
+    assert validation.stop_if_idle(idle_seconds=0) is True
+    assert wait_until(lambda: not alive(pid))
+    assert not validation.running
+
+
+def test_the_process_stops_with_the_app(settings):
+    from fastapi.testclient import TestClient
+
+    from fonds.app import create_app
+
+    app = create_app(settings)
+    with TestClient(app):
+        validation = app.state.fonds.records.import_validation
+        validation.start().result(timeout=120)
+        [pid] = process_ids(validation)
+    assert wait_until(lambda: not alive(pid))
