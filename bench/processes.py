@@ -76,14 +76,17 @@ def install_cleanup() -> None:
 
 
 def process_tree(pid: int) -> list[int]:
-    """The process and its descendants (uvicorn's workers), from /proc."""
+    """The process and its descendants (uvicorn's workers, the process validating large
+    imports), from /proc: each thread lists the children it started (not only the main thread's)."""
     pids, index = [pid], 0
     while index < len(pids):
-        try:
-            children = Path(f"/proc/{pids[index]}/task/{pids[index]}/children").read_text().split()
-        except OSError:
-            children = []
-        pids += [int(c) for c in children]
+        children = []
+        for task in Path(f"/proc/{pids[index]}/task").glob("*"):
+            try:
+                children += (task / "children").read_text().split()
+            except OSError:
+                pass
+        pids += [int(c) for c in dict.fromkeys(children)]
         index += 1
     return pids
 

@@ -92,8 +92,11 @@ class Bench:
         self.repo, self.plan = archives[0][0], archives[0][1].plan
         loader = Loader(HOST, self.port, self.token, self.routes, self.o.clients)
         self.o.log(f"loading {sum(v for k, v in self.counts.items() if k != 'repositories'):,} records via {loader.path} …")
-        result = asyncio.run(load_archive(loader, archives, lambda n: None))
+        with Sampler(self.server.pid) as sampler:
+            result = asyncio.run(load_archive(loader, archives, lambda n: None))
         self.mapping = loader.mapping
+        # The server's processes during the load (the process validating large imports included).
+        result.update(rss_peak_mb=round(sampler.peak / MB, 1), server_cores=round(sampler.cpu / result["seconds"], 2))
         return result
 
     def targets(self) -> dict:
