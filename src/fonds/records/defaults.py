@@ -31,6 +31,11 @@ class Defaults:
     def keep_service_values(self, name: str, doc: dict, existing: dict | None, *, skip=()) -> None:
         """Read-only properties with a default, and read-only arrays, that the type's hooks did not
         set: the stored value on update, the default (or `[]`) on create."""
+        if existing is None:
+            for key, default, fresh in self._created_values(name, skip):
+                if key not in doc:
+                    doc[key] = fresh() if fresh is not None else default
+            return
         for key, definition in self._read_only(name):
             if key in doc or key in skip:
                 continue
@@ -40,6 +45,24 @@ class Defaults:
                 doc[key] = _copy(definition["default"])
             elif definition.get("type") == "array":
                 doc[key] = []
+
+    def _created_values(self, name: str, skip) -> list[tuple[str, object, object]]:
+        """What a new record of type `name` gets of `keep_service_values`, worked out once per
+        type and `skip`: (key, default, a function making a fresh copy of it or None)."""
+        known = self.__dict__.setdefault("created_values", {})
+        key = (name, tuple(skip))
+        if key not in known:
+            values = []
+            for field, definition in self._read_only(name):
+                if field in skip:
+                    continue
+                if "default" in definition:
+                    default = definition["default"]
+                    values.append((field, default, functools.partial(_copy, default) if isinstance(default, list | dict) else None))
+                elif definition.get("type") == "array":
+                    values.append((field, None, list))
+            known[key] = values
+        return known[key]
 
     def _read_only(self, name: str) -> list[tuple[str, dict]]:
         """The read-only properties of a record type, in schema order (worked out once)."""

@@ -51,12 +51,20 @@ def check_many(
     for refs, _ in requests:
         _check_ref_count(refs)
     pending = pending or {}
+    parse = registry.parse_uri
+    # Each ref's (path, uri, type, id, repository, its type's scoped), parsed once.
+    parsed = []
     wanted: dict[str, set[int]] = defaultdict(set)
     for refs, _ in requests:
-        for _, uri in refs:
-            target = registry.parse_uri(uri)
-            if (target.record_type.name, target.record_id) not in pending:
-                wanted[target.record_type.name].add(target.record_id)
+        record_refs = []
+        for path, uri in refs:
+            target = parse(uri)
+            record_type = target.record_type
+            name, record_id = record_type.name, target.record_id
+            if (name, record_id) not in pending:
+                wanted[name].add(record_id)
+            record_refs.append((path, uri, name, record_id, target.repo_id, record_type.repo_scoped))
+        parsed.append(record_refs)
     tables = conn.info["fonds_tables"]
     existing: dict[tuple[str, int], int | None] = dict(pending)
     for name, ids in wanted.items():
@@ -64,18 +72,19 @@ def check_many(
             ((name, record_id), repo_id) for record_id, repo_id in store.repositories_of(conn, tables[name], sorted(ids)).items()
         )
     all_links, all_errors = [], []
-    for refs, repo_id in requests:
+    missing = object()
+    for record_refs, (_, repo_id) in zip(parsed, requests):
         links: list[Link] = []
         errors: dict[str, list[str]] = {}
-        for path, uri in refs:
-            target = registry.parse_uri(uri)
-            key = (target.record_type.name, target.record_id)
-            if target.record_type.repo_scoped and target.repo_id != repo_id:
+        for path, uri, name, record_id, target_repo, scoped in record_refs:
+            if scoped and target_repo != repo_id:
                 errors.setdefault(path, []).append(f"Invalid URI reference for this ({repo_id}) repo: '{uri}'")
-            elif key not in existing or (target.record_type.repo_scoped and existing[key] != target.repo_id):
+                continue
+            found = existing.get((name, record_id), missing)
+            if found is missing or (scoped and found != target_repo):
                 errors.setdefault(path, []).append(f"Can't relate to non-existent record: {uri}")
             else:
-                links.append((field_pattern(path), path, key[0], key[1]))
+                links.append((field_pattern(path), path, name, record_id))
         all_links.append(links)
         all_errors.append(errors)
     return all_links, all_errors

@@ -147,7 +147,9 @@ class RecordType:
     # `GET /repositories/:repo_id/find_by_id/<path>` criteria; none: no such route.
     lookups: tuple[Lookup, ...] = ()
 
-    @property
+    # Worked out once (in the instance's dict, beside the frozen fields): a bulk load asks each
+    # record's type several times.
+    @functools.cached_property
     def repo_scoped(self) -> bool:
         return self.scope is Scope.REPOSITORY
 
@@ -161,12 +163,12 @@ class RecordType:
             return f"/repositories/{repo_id}/{self.path}/{record_id}"
         return f"/{self.path}/{record_id}"
 
-    @property
+    @functools.cached_property
     def is_tree_node(self) -> bool:
         """Whether its records are the nodes of a tree (an archival object), not its roots."""
         return self.tree is not None and self.tree.node == self.name
 
-    @property
+    @functools.cached_property
     def read_fields(self) -> tuple[str, ...]:
         """Fields computed at read time and spliced into the stored JSON: never stored."""
         node = self.tree.node_read_fields if self.is_tree_node else ()
