@@ -274,11 +274,12 @@ def _point_at_created(prepared: list[tuple[dict, dict, list]], real: dict[str, s
 
 
 def _set_ref(doc: dict, path: str, uri: str) -> None:
-    *above, last = path.split("/")
-    node = doc
-    for part in above:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    key = int(last) if isinstance(node, list) else last
+    node, key = doc, path  # most refs to records of the batch are top-level: a resource, a parent
+    if "/" in path:
+        *above, last = path.split("/")
+        for part in above:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        key = int(last) if isinstance(node, list) else last
     if isinstance(node[key], dict):
         node[key]["ref"] = uri
     else:
