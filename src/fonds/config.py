@@ -60,7 +60,7 @@ class Settings:
     )
     import_process_records: int = _setting(
         1000,
-        "Batch imports of at least this many records are validated in a process of their own, side by side with the server's writes: a bulk load then uses a second core, and ~100 MB more memory while it runs. The process starts with the first such import (which validates in the server meanwhile) and stops after 30 s without one. A number larger than any import keeps validation in the server.",
+        "Batch imports of at least this many records are validated in a process of their own, side by side with the server's writes: a bulk load then uses a second core, and ~100 MB more memory while it runs. The process starts with the first such import (which validates in the server meanwhile) and stops 10-20 s after the last one. A number larger than any import keeps validation in the server.",
     )
     strict_validation: bool = _setting(
         False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."

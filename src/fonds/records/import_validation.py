@@ -44,7 +44,8 @@ CHUNK = 1000
 
 
 class ImportValidation:
-    IDLE_SECONDS = 30.0
+    # A stream of imports follows one another within a second; past this the ~90 MB go back.
+    IDLE_SECONDS = 10.0
 
     def __init__(self, registry_source: str | None, *, strict: bool, min_records: int):
         self.registry_source, self.strict, self.min_records = registry_source, strict, min_records
