@@ -113,7 +113,7 @@ def records_uris(records):
     return [record["uri"] for record in records]
 
 
-def test_units_are_packed_whole_into_chunks_and_sent_two_at_a_time_once_their_refs_exist(monkeypatch):
+def test_units_are_packed_whole_into_chunks_and_sent_in_flight_together_once_their_refs_exist(monkeypatch):
     monkeypatch.setattr(load, "CHUNK", 300)
     server = FakeServer()
     loader = Loader("127.0.0.1", 1, "token", {"POST /repositories/{repo_id}/batch_imports"}, 2)
@@ -136,7 +136,7 @@ def test_units_are_packed_whole_into_chunks_and_sent_two_at_a_time_once_their_re
     for unit in large:
         holding = sorted({request_of[record["uri"]] for record in unit})
         assert [sizes[n] for n in holding[:-1]] == [300] * (len(holding) - 1)
-    assert server.most_at_once == 2
+    assert server.most_at_once == load.IN_FLIGHT == 3
     assert set(loader.mapping) == set(server.created)
 
 
