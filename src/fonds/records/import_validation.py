@@ -33,6 +33,8 @@ log = logging.getLogger("fonds.records")
 
 
 class Refused(Exception):
+    """A record the process refused: its place among the records sent, and why (as `prepare_doc` says)."""
+
     def __init__(self, index: int, error: Invalid):
         super().__init__(index, error)
         self.index, self.error = index, error
