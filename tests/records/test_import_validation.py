@@ -106,13 +106,26 @@ def test_an_import_is_validated_in_the_server_when_the_process_is_gone(api, repo
     assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "M", 3)).status_code == 200
 
 
-def test_the_process_stops_once_idle(api, repo, validation):
+def children() -> set[int]:
+    found = set()
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        with open(f"/proc/{os.getpid()}/task/{task}/children") as listed:
+            found.update(int(pid) for pid in listed.read().split())
+    return {pid for pid in found if alive(pid)}
+
+
+def test_the_process_stops_once_idle_and_leaves_no_process_behind(api, repo, validation):
     assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "I", 2)).status_code == 200
     [pid] = process_ids(validation)
+    started = children()
+    assert pid in started and len(started) >= 2  # the process, and multiprocessing's resource tracker
     assert validation.stop_if_idle(idle_seconds=3600) is False
     assert validation.stop_if_idle(idle_seconds=0) is True
-    assert wait_until(lambda: not alive(pid))
+    assert wait_until(lambda: not children() & started)
     assert not validation.running
+    # The next large import starts them again.
+    validation.start().result(timeout=120)
+    assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "J", 2)).status_code == 200
 
 
 def test_the_process_stops_with_the_app(settings):
