@@ -229,5 +229,6 @@ def test_the_change_against_the_previous_run_shows_the_ratio_and_a_change_of_cli
     after = json.loads(json.dumps(before))
     after["scenarios"]["get_one"].update(tool="python", throughput_rps=10_000.0, ratio_to_ceiling={"throughput": 0.5})
     lines = {line.split()[0]: line for line in report.changes(after, before)[1:]}
-    assert lines["get_one"].endswith("of the ceiling 0.646 -> 0.500 (client wrk -> python: not comparable)")
-    assert lines["create"].endswith("of the ceiling 0.060 -> 0.060")
+    ratio = {name: before["scenarios"][name]["ratio_to_ceiling"]["throughput"] for name in ("get_one", "create")}
+    assert lines["get_one"].endswith(f"of the ceiling {ratio['get_one']:.3f} -> 0.500 (client wrk -> python: not comparable)")
+    assert lines["create"].endswith(f"of the ceiling {ratio['create']:.3f} -> {ratio['create']:.3f}")

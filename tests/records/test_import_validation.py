@@ -33,8 +33,11 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False  # gone meanwhile
 
 
 def wait_until(condition, seconds: float = 30.0) -> bool:
@@ -107,10 +110,14 @@ def test_an_import_is_validated_in_the_server_when_the_process_is_gone(api, repo
 
 
 def children() -> set[int]:
+    """This process's children, whichever of its threads started them."""
     found = set()
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
-        with open(f"/proc/{os.getpid()}/task/{task}/children") as listed:
-            found.update(int(pid) for pid in listed.read().split())
+        try:
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as listed:
+                found.update(int(pid) for pid in listed.read().split())
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
     return {pid for pid in found if alive(pid)}
 
 
