@@ -52,15 +52,8 @@ class Defaults:
         known = self.__dict__.setdefault("created_values", {})
         key = (name, tuple(skip))
         if key not in known:
-            values = []
-            for field, definition in self._read_only(name):
-                if field in skip:
-                    continue
-                if "default" in definition:
-                    default = definition["default"]
-                    values.append((field, default, functools.partial(_copy, default) if isinstance(default, list | dict) else None))
-                elif definition.get("type") == "array":
-                    values.append((field, None, list))
+            values = [_fill(field, definition) for field, definition in self._read_only(name) if field not in skip]
+            values = [value for value in values if value is not None]
             known[key] = values
         return known[key]
 
@@ -106,11 +99,9 @@ class Defaults:
             for key, definition in schema.get("properties", {}).items():
                 if definition.get("readOnly"):
                     continue
-                if "default" in definition:
-                    default = definition["default"]
-                    fills.append((key, default, functools.partial(copy.deepcopy, default) if isinstance(default, list | dict) else None))
-                elif definition.get("type") == "array":
-                    fills.append((key, None, list))
+                fill = _fill(key, definition)
+                if fill is not None:
+                    fills.append(fill)
                 if self._may_hold_subrecords(definition):
                     descents.append(self._descent(key, definition))
             found = plans[id(schema)] = (fills, descents)
@@ -144,6 +135,17 @@ class Defaults:
         elif isinstance(value, list) and "items" in definition:
             for item in value:
                 self._descend(definition["items"], item)
+
+
+def _fill(key: str, definition: dict) -> tuple[str, object, object] | None:
+    """(key, the value an absent property takes, a function making a fresh copy of it or None):
+    its schema default, or `[]` for an array; None if it takes nothing."""
+    if "default" in definition:
+        default = definition["default"]
+        return key, default, functools.partial(copy.deepcopy, default) if isinstance(default, list | dict) else None
+    if definition.get("type") == "array":
+        return key, None, list
+    return None
 
 
 def _copy(value):
