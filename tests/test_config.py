@@ -13,9 +13,9 @@ def test_defaults_match_the_documented_ones(tmp_path):
     assert settings.effective_database_url.startswith("sqlite:///") and settings.effective_database_url.endswith("fonds-data/fonds.sqlite3")
 
 
-def test_memory_settings_default_to_two_arenas_and_a_release_every_ten_seconds():
+def test_memory_settings_default_to_one_arena_and_a_release_every_ten_seconds():
     settings = load_settings(env={})
-    assert (settings.malloc_arenas, settings.memory_release_seconds) == (2, 10.0)
+    assert (settings.malloc_arenas, settings.memory_release_seconds) == (1, 10.0)
     assert load_settings(env={"FONDS_MEMORY_RELEASE_SECONDS": "0"}).memory_release_seconds == 0
 
 

@@ -56,7 +56,7 @@ class CacheControl:
 
 def open_services(settings: Settings) -> AppServices:
     """The database migrated and bootstrapped, the record service and the (not yet started) search engine."""
-    allocator.configure(settings.malloc_arenas)
+    allocator.configure(settings.malloc_arenas)  # for the CLI's commands; the server's app did it before
     collector.configure()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.effective_database_url, database_metadata())
@@ -147,6 +147,11 @@ class FondsApp(FastAPI):
 
 
 def create_app(settings: Settings) -> FondsApp:
+    # Before any thread allocates: glibc gives a thread's first allocation an arena of its own
+    # until the cap is set, and `open_services` runs on a worker thread (so the server had 2
+    # arenas whatever the setting).
+    allocator.configure(settings.malloc_arenas)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # Start-up owns migration, bootstrap and the search indexer (with its writer lock);

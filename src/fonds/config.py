@@ -51,7 +51,7 @@ class Settings:
         "Write one line per request to the server's output (uvicorn's access log, secrets in query strings redacted). Written by the app itself, one write per turn of the event loop: about 3–8 µs of CPU a request (uvicorn's logging took 17 µs); off saves that.",
     )
     malloc_arenas: int = _setting(
-        2,
+        1,
         "Most glibc malloc arenas the server process uses (glibc's own default is 8 per core). More lets threads allocate native memory (SQLite, search, password hashing) side by side at the cost of RSS: each arena keeps what it freed. `MALLOC_ARENA_MAX` in the environment overrides it.",
     )
     memory_release_seconds: float = _setting(
