@@ -142,7 +142,7 @@ def _fill(key: str, definition: dict) -> tuple[str, object, object] | None:
     its schema default, or `[]` for an array; None if it takes nothing."""
     if "default" in definition:
         default = definition["default"]
-        return key, default, functools.partial(copy.deepcopy, default) if isinstance(default, list | dict) else None
+        return key, default, functools.partial(_copy, default) if isinstance(default, list | dict) else None
     if definition.get("type") == "array":
         return key, None, list
     return None
