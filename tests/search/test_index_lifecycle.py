@@ -3,12 +3,15 @@ start-up; `fonds search-status` reports it."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fonds.app import create_app
@@ -138,6 +141,61 @@ def test_a_backlog_larger_than_the_index_is_caught_up_by_rebuilding_it(api, repo
     later = accession(api, repo, "Loaded later")["uri"]
     assert hits(api, f"/repositories/{repo}/search", q="later") == [later]
     assert api.get("/search/status").json()["generation"] == rebuilt["generation"]
+
+
+def _load_subjects(api, repo, word: str, count: int) -> set[str]:
+    subjects = [
+        {"jsonmodel_type": "subject", "uri": f"/subjects/import_{n}", "title": f"Loaded {word} {n}", "source": "local", "terms": []}
+        for n in range(count)
+    ]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=subjects)
+    assert response.status_code == 200, response.text
+    return {value[0] for value in response.json()[-1]["saved"].values()}
+
+
+@pytest.mark.parametrize("loaded_meanwhile", [30, 2])
+def test_a_rebuild_that_waited_for_imports_scans_again_only_when_more_changed_than_it_had_scanned(
+    api, repo, monkeypatch, caplog, loaded_meanwhile
+):
+    """A rebuild waits between its batches while imports run. Had it kept the head it began at,
+    every record loaded meanwhile would be indexed by its scan and then once more from the change
+    log (a second full indexing after a bulk load); it starts over instead, from the new head,
+    when more changed than it had scanned, and goes on when less did."""
+    from fonds.search import indexer
+
+    monkeypatch.setattr(indexer, "REBUILD_BACKLOG_MINIMUM", 20)
+    monkeypatch.setattr(indexer, "BATCH", 10)
+    built: Counter[str] = Counter()
+    build = indexer.DocumentBuilder.build
+
+    def counted_build(self, conn, uris):
+        built.update(uris)
+        return build(self, conn, uris)
+
+    later: set[str] = set()
+    wait = indexer.IndexerThread._wait_for_imports
+
+    def load_once_ten_subjects_are_scanned(self):
+        if not later and sum("/subjects/" in uri for uri in built) >= 10:
+            later.update(_load_subjects(api, repo, "meanwhile", loaded_meanwhile))
+            return True
+        return wait(self)
+
+    monkeypatch.setattr(indexer.DocumentBuilder, "build", counted_build)
+    monkeypatch.setattr(indexer.IndexerThread, "_wait_for_imports", load_once_ten_subjects_are_scanned)
+    caplog.set_level(logging.INFO, logger="fonds.search")
+    first = _load_subjects(api, repo, "first", 30)
+    assert set(hits(api, "/search/subjects", q="loaded", page_size=100)) == first | later
+    # Every change committed so far applied (the search waits for them), none indexed twice.
+    afterwards = accession(api, repo, "Afterwards")["uri"]
+    assert hits(api, f"/repositories/{repo}/search", q="afterwards") == [afterwards]
+    assert len(later) == loaded_meanwhile
+    if loaded_meanwhile > 10:  # started over: those scanned before the wait are read again
+        assert all(built[uri] == 1 for uri in later) and max(built[uri] for uri in first) <= 2
+        assert "rebuilding again" in caplog.text
+    else:  # went on: those loaded meanwhile are applied again from the log, fewer than a new scan
+        assert all(built[uri] == 1 for uri in first) and max(built[uri] for uri in later) <= 2
+        assert "rebuilding again" not in caplog.text
 
 
 def test_a_server_stopped_while_it_rebuilds_the_index_abandons_the_rebuild(settings, monkeypatch):
