@@ -80,7 +80,8 @@ def summary(result: dict) -> list[str]:
     return [
         f"- Archive: {records}",
         f"- Load: {load['records']:,} records via `{load['path']}` in {load['seconds']:,} s = **{load['records_per_s']:,.0f} records/s**"
-        + (f" (server: {load['server_cores']} cores, RSS peak {load['rss_peak_mb']} MB)" if "rss_peak_mb" in load else ""),
+        + (f" (server: {load['server_cores']} cores, RSS peak {load['rss_peak_mb']} MB)" if "rss_peak_mb" in load else "")
+        + ("; the records generated before the clock started" if load.get("generated_beforehand") else ""),
         f"- Server RSS: {rss['at_start']} MB at start, {rss['at_rest']} MB at rest after loading, {rss['under_load_peak']} MB peak under load"
         + _anonymous_part(rss),
         f"- Database size after loading and the scenarios: {result['database_bytes'] / 1024 / 1024:,.1f} MB",
