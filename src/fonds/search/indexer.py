@@ -167,7 +167,7 @@ class _FullScan:
                 return self.head
             except _Overtaken:
                 log.info("search index: rebuilding again, from change %d (imports ran meanwhile)", self.head)
-                self.writer.delete_all_documents()
+                self.writer.rollback()  # what it added (delete_all_documents keeps what is not yet committed)
 
     def _read_head(self) -> int:
         with self.db.read() as conn:
