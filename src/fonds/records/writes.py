@@ -86,9 +86,15 @@ class Batch:
         return store.allocate_ids(self.conn, self.tables[record_type.name], count)
 
     def create(
-        self, items: list[NewRecord], *, repository_checked: bool = False, progress: Callable[[int], None] | None = None
+        self,
+        items: list[NewRecord],
+        *,
+        repository_checked: bool = False,
+        progress: Callable[[int], None] | None = None,
+        keep: list | None = None,
     ) -> list[dict]:
-        """Create `items` (dependencies first); returns each one's write result."""
+        """Create `items` (dependencies first); returns each one's write result. `keep`: given the
+        records as written (their rows), to free them when the caller chooses."""
         if not repository_checked:
             self._check_repositories(items)
         self._allocate_missing(items)
@@ -117,6 +123,8 @@ class Batch:
         self.flush()
         for derived in done:
             derived.item.record_type.hooks.after_save(self.service, derived.ctx, derived.item.doc, self.actor)
+        if keep is not None:  # freeing a bulk write's rows is then the caller's to time (imports.py)
+            keep.append(done)
         return [_result(derived) for derived in done]
 
     def _prepare(self, items: list[NewRecord]) -> None:
