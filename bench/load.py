@@ -212,10 +212,8 @@ class Spool:
 
     def __init__(self, repositories: list[tuple[str, object]]):
         self.file = tempfile.TemporaryFile()
-        self.records = 0
         for chunk in chunked(repositories):
             pickle.dump(chunk, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-            self.records += len(chunk.uris)
 
     def __iter__(self) -> Iterator[Chunk]:
         self.file.seek(0)

@@ -121,28 +121,6 @@ def test_an_index_restored_from_before_a_prune_is_rebuilt(settings, monkeypatch)
         assert set(hits(Api.login(client), f"/repositories/{repo}/search", q="backup")) == {first, *later}
 
 
-def test_a_backlog_larger_than_the_index_is_caught_up_by_rebuilding_it(api, repo, monkeypatch):
-    """A bulk load into a small archive: the index is rebuilt (a new generation) rather than the
-    changes applied one batch after another; a backlog smaller than the index is applied."""
-    from fonds.search import indexer
-
-    monkeypatch.setattr(indexer, "REBUILD_BACKLOG_MINIMUM", 20)
-    before = api.get("/search/status").json()["generation"]
-    subjects = [
-        {"jsonmodel_type": "subject", "uri": f"/subjects/import_{n}", "title": f"Loaded topic {n}", "source": "local", "terms": []}
-        for n in range(30)
-    ]
-    response = api.post(f"/repositories/{repo}/batch_imports", json=subjects)
-    assert response.status_code == 200, response.text
-    loaded = {value[0] for value in response.json()[-1]["saved"].values()}
-    assert set(hits(api, "/search/subjects", q="loaded", page_size=50)) == loaded
-    rebuilt = api.get("/search/status").json()
-    assert rebuilt["generation"] != before and rebuilt["lag"] == 0
-    later = accession(api, repo, "Loaded later")["uri"]
-    assert hits(api, f"/repositories/{repo}/search", q="later") == [later]
-    assert api.get("/search/status").json()["generation"] == rebuilt["generation"]
-
-
 def _load_subjects(api, repo, word: str, count: int) -> set[str]:
     subjects = [
         {"jsonmodel_type": "subject", "uri": f"/subjects/import_{n}", "title": f"Loaded {word} {n}", "source": "local", "terms": []}
@@ -151,6 +129,22 @@ def _load_subjects(api, repo, word: str, count: int) -> set[str]:
     response = api.post(f"/repositories/{repo}/batch_imports", json=subjects)
     assert response.status_code == 200, response.text
     return {value[0] for value in response.json()[-1]["saved"].values()}
+
+
+def test_a_backlog_larger_than_the_index_is_caught_up_by_rebuilding_it(api, repo, monkeypatch):
+    """A bulk load into a small archive: the index is rebuilt (a new generation) rather than the
+    changes applied one batch after another; a backlog smaller than the index is applied."""
+    from fonds.search import indexer
+
+    monkeypatch.setattr(indexer, "REBUILD_BACKLOG_MINIMUM", 20)
+    before = api.get("/search/status").json()["generation"]
+    loaded = _load_subjects(api, repo, "topic", 30)
+    assert set(hits(api, "/search/subjects", q="loaded", page_size=50)) == loaded
+    rebuilt = api.get("/search/status").json()
+    assert rebuilt["generation"] != before and rebuilt["lag"] == 0
+    later = accession(api, repo, "Loaded later")["uri"]
+    assert hits(api, f"/repositories/{repo}/search", q="later") == [later]
+    assert api.get("/search/status").json()["generation"] == rebuilt["generation"]
 
 
 @pytest.mark.parametrize("loaded_meanwhile", [30, 2])
