@@ -151,6 +151,29 @@ def test_a_ref_to_nothing_names_the_member_and_stores_nothing(api, repo):
     assert counts(api, repo) == before
 
 
+def test_a_ref_to_a_stored_record_under_another_repository_than_it_lives_in_stores_nothing(api, repo):
+    # The refs are worked out before the write, taking each target to live where its URI says; a
+    # stored subject and a stored container elsewhere must still be told apart in the write.
+    other = api.create_repository("ELSEWHERE")
+    container = api.create(f"/repositories/{other}/top_containers", {"jsonmodel_type": "top_container", "indicator": "7"})["uri"]
+    subject = api.create("/subjects", {"jsonmodel_type": "subject", "source": "local", "terms": [{"term": "Stored", "term_type": "topical"}]})
+    claimed = container.replace(f"/repositories/{other}/", f"/repositories/{repo}/")
+    before = counts(api, repo)
+    records = big_archive(repo)
+    records[7]["subjects"] = [{"ref": subject["uri"]}]
+    records[9]["instances"] = [{"instance_type": "mixed_materials", "sub_container": {"top_container": {"ref": claimed}}}]
+    response = import_records(api, repo, records)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {
+        "batch_import/9/instances/0/sub_container/top_container": [f"Can't relate to non-existent record: {claimed}"]
+    }
+    assert counts(api, repo) == before
+    del records[9]["instances"]
+    saved = import_records(api, repo, records).raise_for_status().json()[-1]["saved"]
+    stored = api.get(saved[records[7]["uri"]][0]).json()
+    assert stored["subjects"] == [{"ref": subject["uri"]}]
+
+
 def test_a_unique_key_clash_within_one_batch_is_400(api, repo):
     before = counts(api, repo)
     records = big_archive(repo)

@@ -26,7 +26,7 @@ from fonds.records import value_lists
 from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs, structures_are_sound
-from fonds.records.writes import Batch, NewRecord
+from fonds.records.writes import Batch, NewRecord, plan_refs
 from fonds.storage import records as store
 from fonds.storage.db import bulk_page_cache
 
@@ -221,15 +221,17 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
     items = creation_order(items, member_at)
+    # Before the write transaction too (on SQLite it holds the one write lock): only what needs the database is left to it.
+    planned = plan_refs(service, items)
     with service.db.write() as conn, bulk_page_cache(conn):
         if value_lists.generation(conn) != lists.generation:
             _validated_again(service, conn, items)
         written: list = []
-        Batch(service, conn, actor).create(items, progress=_step(progress, "written"), keep=written)
+        Batch(service, conn, actor).create(items, progress=_step(progress, "written"), keep=written, planned_refs=planned)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
     imported = Imported(saved, {e.record_type.name for e in entries}, len(entries))
-    DISPOSAL.free((entries, prepared, items, written))
-    del entries, prepared, items, written
+    DISPOSAL.free((entries, prepared, items, written, planned))
+    del entries, prepared, items, written, planned
     return imported
 
 

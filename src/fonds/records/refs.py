@@ -7,6 +7,7 @@ import functools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import orjson
 from sqlalchemy import select
@@ -48,11 +49,42 @@ def check_many(
     """Check the refs of many records at once, one query per target type: `requests` holds each
     record's (path, uri) refs and repository; `pending` the (type, id) -> repository of records
     being written in the same batch, which count as existing. Returns each record's links and errors."""
+    return check_planned(conn, plan(registry, requests, pending))
+
+
+# What `plan` takes a global record's repository to be: any (only scoped refs name one).
+ANYWHERE = object()
+
+
+@dataclass
+class PlannedRefs:
+    """The refs of many records parsed, and their links and errors worked out as they are if every
+    record they name exists where its URI says (`plan`): all the write transaction then does is
+    one query per target type to confirm it (`check_planned`). Parsing and looking up each ref
+    held SQLite's one write lock ~90 % of the time its ref checks took."""
+
+    requests: list[tuple[list[tuple[str, str]], int | None]]
+    # Each record's refs: (path, uri, type name, id, the URI's repository, its type's scoped).
+    parsed: list[list[tuple]]
+    pending: dict[tuple[str, int], int | None]
+    wanted: dict[str, set[int]]
+    # What was taken to exist: `pending` and every wanted target, where its URI says.
+    assumed: dict[tuple[str, int], object]
+    links: list[list[Link]]
+    errors: list[dict[str, list[str]]]
+
+
+def plan(
+    registry: Registry,
+    requests: list[tuple[list[tuple[str, str]], int | None]],
+    pending: dict[tuple[str, int], int | None] | None = None,
+) -> PlannedRefs:
+    """`check_many`'s work that needs no database, done before the write transaction."""
     for refs, _ in requests:
         _check_ref_count(refs)
     pending = pending or {}
+    assumed = dict(pending)
     parse = registry.parse_uri
-    # Each ref's (path, uri, type, id, repository, its type's scoped), parsed once.
     parsed = []
     wanted: dict[str, set[int]] = defaultdict(set)
     for refs, _ in requests:
@@ -63,14 +95,37 @@ def check_many(
             name, record_id = record_type.name, target.record_id
             if (name, record_id) not in pending:
                 wanted[name].add(record_id)
+                # A global record's repository is not in its URI: that it exists is enough.
+                assumed.setdefault((name, record_id), target.repo_id if record_type.repo_scoped else ANYWHERE)
             record_refs.append((path, uri, name, record_id, target.repo_id, record_type.repo_scoped))
         parsed.append(record_refs)
+    links, errors = _links_and_errors(parsed, requests, assumed)
+    return PlannedRefs(requests, parsed, pending, wanted, assumed, links, errors)
+
+
+def check_planned(conn, planned: PlannedRefs) -> tuple[list[list[Link]], list[dict[str, list[str]]]]:
+    """Each record's links and errors (`check_many`), its targets read in the caller's transaction."""
     tables = conn.info["fonds_tables"]
-    existing: dict[tuple[str, int], int | None] = dict(pending)
-    for name, ids in wanted.items():
+    existing = {}
+    for name, ids in planned.wanted.items():
         existing.update(
             ((name, record_id), repo_id) for record_id, repo_id in store.repositories_of(conn, tables[name], sorted(ids)).items()
         )
+    if all(_as_assumed(existing, planned.assumed, (name, i)) for name, ids in planned.wanted.items() for i in ids):
+        return planned.links, planned.errors
+    # A target missing or elsewhere than its URI says: the errors say which.
+    return _links_and_errors(planned.parsed, planned.requests, planned.pending | existing)
+
+
+def _as_assumed(existing: dict, assumed: dict, key: tuple[str, int]) -> bool:
+    expected = assumed[key]
+    return key in existing and (expected is ANYWHERE or existing[key] == expected)
+
+
+def _links_and_errors(
+    parsed: list[list[tuple]], requests: list, existing: dict[tuple[str, int], object]
+) -> tuple[list[list[Link]], list[dict[str, list[str]]]]:
+    """Each record's links, and errors for refs to records not in `existing` ((type, id) -> repository)."""
     all_links, all_errors = [], []
     missing = object()
     for record_refs, (_, repo_id) in zip(parsed, requests):

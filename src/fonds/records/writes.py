@@ -61,6 +61,17 @@ class _Derived:
     links: list
 
 
+def plan_refs(service, items: list[NewRecord]) -> refs.PlannedRefs:
+    """The refs of `items` (each with its id) parsed and linked, the batch's own records taken as
+    existing: what checking them needs but the database (`refs.plan`)."""
+    schemas = service.schemas
+    requests = [
+        (item.refs if item.refs is not None else find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id)
+        for item in items
+    ]
+    return refs.plan(service.registry, requests, {(item.record_type.name, item.record_id): item.repo_id for item in items})
+
+
 def labelled(error: Invalid, label: str) -> Invalid:
     return nested_under(error, label) if label else error
 
@@ -92,21 +103,18 @@ class Batch:
         repository_checked: bool = False,
         progress: Callable[[int], None] | None = None,
         keep: list | None = None,
+        planned_refs: refs.PlannedRefs | None = None,
     ) -> list[dict]:
         """Create `items` (dependencies first); returns each one's write result. `keep`: given the
-        records as written (their rows), to free them when the caller chooses."""
+        records as written (their rows), to free them when the caller chooses. `planned_refs`:
+        `plan_refs(items)`, when the caller worked it out before the transaction (ids given)."""
         if not repository_checked:
             self._check_repositories(items)
         self._allocate_missing(items)
-        schemas = self.service.schemas
         uris = [item.record_type.uri(item.record_id, item.repo_id) for item in items]
-        in_batch = {(item.record_type.name, item.record_id): item.repo_id for item in items}
-        self.members.update(in_batch)
-        requests = [
-            (item.refs if item.refs is not None else find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id)
-            for item in items
-        ]
-        links, errors = refs.check_many(self.conn, self.registry, requests, in_batch)
+        planned = planned_refs or plan_refs(self.service, items)
+        self.members.update(planned.pending)
+        links, errors = refs.check_planned(self.conn, planned)
         for item, found in zip(items, errors):
             if found:
                 raise labelled(Invalid(found), item.label) if item.label else BadRequest(found)
