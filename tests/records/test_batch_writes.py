@@ -156,7 +156,9 @@ def test_a_ref_to_a_stored_record_under_another_repository_than_it_lives_in_stor
     # stored subject and a stored container elsewhere must still be told apart in the write.
     other = api.create_repository("ELSEWHERE")
     container = api.create(f"/repositories/{other}/top_containers", {"jsonmodel_type": "top_container", "indicator": "7"})["uri"]
-    subject = api.create("/subjects", {"jsonmodel_type": "subject", "source": "local", "terms": [{"term": "Stored", "term_type": "topical"}]})
+    subject = api.create(
+        "/subjects", {"jsonmodel_type": "subject", "source": "local", "terms": [{"term": "Stored", "term_type": "topical"}]}
+    )
     claimed = container.replace(f"/repositories/{other}/", f"/repositories/{repo}/")
     before = counts(api, repo)
     records = big_archive(repo)
