@@ -32,6 +32,7 @@ from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
 from fonds.storage import change_log, counts
 from fonds.storage import records as store
+from fonds.storage.db import writers_take_turns
 
 MISSING_WARNING = "Property was missing"
 
@@ -242,10 +243,10 @@ class Batch:
         by_type: dict[str, list[_Derived]] = {}
         for derived in pending:
             by_type.setdefault(derived.item.record_type.name, []).append(derived)
-        # SQLite's writers take turns, so its unique constraints refuse exactly what the check
+        # Where writers take turns (SQLite) the unique constraints refuse exactly what the check
         # would: the stored values are looked up only when they do, to name the clash as the
         # check names it (in a bulk load the check held the one write lock ~8 µs a record).
-        checked_first = self.conn.dialect.name != "sqlite"
+        checked_first = not writers_take_turns(self.conn)
         if checked_first:
             for name, members in by_type.items():
                 self._check_unique(self.registry[name], members)

@@ -124,6 +124,13 @@ def bulk_page_cache(conn: Connection) -> Iterator[None]:
     yield
 
 
+def writers_take_turns(conn: Connection) -> bool:
+    """Whether a write transaction holds the database's one write lock from its start (SQLite's
+    BEGIN IMMEDIATE, `Database.write`): no other writer's change can come between what it reads
+    and what it writes, so row locks and checks against concurrent writers are not needed."""
+    return conn.dialect.name == "sqlite"
+
+
 def leave_pool(conn: Connection) -> None:
     """SQLite: close `conn` when it is released instead of pooling it, for a connection that ran
     bulk work. SQLite keeps up to 128 prepared statements a connection, and those of bulk work

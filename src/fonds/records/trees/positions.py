@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, func, select, update
 
 from fonds.storage.chunks import is_in, select_any
+from fonds.storage.db import writers_take_turns
 
 STEP = 1024
 # Far from the 32-bit limits of the column: past these the list is renumbered first.
@@ -57,7 +58,7 @@ def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
     held = conn.info.setdefault("fonds_locked", set())
     new = sorted(owners - held)
     held.update(new)
-    if conn.dialect.name == "sqlite":
+    if writers_take_turns(conn):
         return
     for type_name in sorted({type_name for type_name, _ in new}):
         _lock_rows(conn, tables[type_name], [record_id for owner_type, record_id in new if owner_type == type_name])
