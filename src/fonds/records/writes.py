@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import orjson
@@ -253,19 +252,21 @@ class Batch:
         for name, members in by_type.items():
             table = self.tables[name]
             try:
-                with nullcontext() if checked_first else self.conn.begin_nested():
-                    counts.insert_counted(self.conn, table, [derived.row for derived in members], store.insert_rows)
+                counts.insert_counted(self.conn, table, [derived.row for derived in members], store.insert_rows)
             except IntegrityError as error:
-                if not checked_first:  # its rows are undone: the members clash among themselves or with stored rows
-                    self._check_unique(self.registry[name], members)
+                if not checked_first:
+                    # The members inserted before the refused one stay (the transaction is
+                    # abandoned anyway): they are not taken for stored records holding their keys.
+                    self._check_unique(self.registry[name], members, stored_besides=True)
                 raise _unique_race(self.registry[name], members, error) from None
             if any(derived.item.fixed for derived in members):
                 store.advance_sequence(self.conn, table)
         store.insert_links(self.conn, self.tables, [(d.item.record_type.name, d.item.record_id, link) for d in pending for link in d.links])
         change_log.append(self.conn, [_change(derived, self.now) for derived in pending])
 
-    def _check_unique(self, record_type: RecordType, members: list[_Derived]) -> None:
-        """Refuse the first member (in batch order) whose unique key another member or a stored record holds."""
+    def _check_unique(self, record_type: RecordType, members: list[_Derived], stored_besides: bool = False) -> None:
+        """Refuse the first member (in batch order) whose unique key another member or a stored
+        record holds; `stored_besides`: some members are stored already, and hold only their own."""
         problems = []
         table = self.tables[record_type.name]
         for key in record_type.unique_keys:
@@ -282,6 +283,7 @@ class Batch:
             problems += [
                 (holders[values].index, key, holders[values], record_type.uri(i, holders[values].item.repo_id))
                 for values, i in stored.items()
+                if not (stored_besides and i == holders[values].item.record_id)
             ]
         if problems:
             _, key, derived, other = min(problems, key=lambda problem: problem[0])
