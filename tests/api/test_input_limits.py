@@ -65,7 +65,8 @@ def test_json_nesting_depth_is_limited(api, repo, depth):
 def test_a_batch_import_refuses_a_record_nested_too_deep(api, repo, field):
     # Every record of a batch is checked as a single create's body is (these were 500s).
     deep = "[" * 1000 + '"x"' + "]" * 1000
-    body = f'[{{"jsonmodel_type": "subject", "terms": []}}, {{"jsonmodel_type": "accession", "title": "L", "{field}": {deep}}}]'
+    subject = '{"jsonmodel_type": "subject", "source": "local", "terms": [{"term": "Deep", "term_type": "topical"}]}'
+    body = f'[{subject}, {{"jsonmodel_type": "accession", "title": "L", "{field}": {deep}}}]'
     errors = bad(api.post(f"/repositories/{repo}/batch_imports", content=body, headers={"content-type": "application/json"}))
     [(path, messages)] = errors.items()
     assert path.startswith(f"batch_import/1/{field}/0/0/")

@@ -9,9 +9,11 @@ import os
 import signal
 import time
 
+import orjson
 import pytest
 
 from fonds.records import import_validation
+from fonds.records.validation import MAX_DEPTH
 from tests.api.test_enumerations import EXTENTS, add_values
 
 
@@ -22,6 +24,20 @@ def validation(app):
     found.min_records = 1
     found.start().result(timeout=120)
     return found
+
+
+NESTED_100 = "[" * 100 + '"x"' + "]" * 100
+NESTED_300 = "[" * 300 + '"x"' + "]" * 300
+
+
+@pytest.fixture(params=["reads the body", "takes records in chunks"])
+def reading(request, monkeypatch):
+    """How the process gets a batch: the body as it came, read there; or the records the server
+    read (a body past BODY_BYTES), in chunks of 2."""
+    monkeypatch.setattr(import_validation, "CHUNK", 2)
+    if request.param == "takes records in chunks":
+        monkeypatch.setattr(import_validation, "BODY_BYTES", 0)
+    return request.param
 
 
 def process_ids(validation) -> list[int]:
@@ -62,9 +78,8 @@ def accessions(repo: int, prefix: str, count: int) -> list[dict]:
     ]
 
 
-def test_the_process_answers_as_the_server_would(api, repo, validation, monkeypatch):
-    # Chunks of 2: the refused record (the 6th) is in the third, and named by its place in the batch.
-    monkeypatch.setattr(import_validation, "CHUNK", 2)
+def test_the_process_answers_as_the_server_would(api, repo, validation, reading):
+    # In chunks of 2, the refused record (the 6th) is in the third: named by its place in the batch.
     records = accessions(repo, "P", 7)
     records[5]["dates"] = [{"jsonmodel_type": "date", "date_type": "single"}]  # neither begin nor expression
     by_process = api.post(f"/repositories/{repo}/batch_imports", json=records)
@@ -83,6 +98,31 @@ def test_the_process_answers_as_the_server_would(api, repo, validation, monkeypa
     assert stored["linked_agents"] == [] and stored["publish"] is False
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (NESTED_100, f"Nested more than {MAX_DEPTH} levels deep"),
+        (NESTED_300, f"Nested more than {MAX_DEPTH} levels deep"),  # past what the server's JSON encoder sends on
+        ('"A\\u0000B"', "Must not contain a NUL character"),
+    ],
+)
+def test_the_process_refuses_records_nested_too_deep_or_holding_nul_as_the_server_would(api, repo, validation, reading, value, message):
+    # In chunks of 2, the refused record (the 4th) is in the second.
+    records = [orjson.dumps(record).decode() for record in accessions(repo, "D", 5)]
+    records[3] = records[3][:-1] + f', "title": {value}}}'
+    body = "[" + ",".join(records) + "]"
+    answers = []
+    for min_records in (1, 0):  # by the process, then in the server
+        validation.min_records = min_records
+        response = api.post(f"/repositories/{repo}/batch_imports", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400, response.text
+        answers.append(response.json()["error"])
+    assert answers[0] == answers[1]
+    [(path, messages)] = answers[0].items()
+    assert path.startswith("batch_import/3/title") and messages == [message]
+    assert api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json() == []
+
+
 @pytest.mark.parametrize("settings_overrides", [{"strict_validation": True}])
 def test_the_process_checks_values_against_the_lists_the_import_read(api, repo, validation):
     # Strict: a value outside an editable list is refused, not a warning.
@@ -96,7 +136,7 @@ def test_the_process_checks_values_against_the_lists_the_import_read(api, repo, 
     assert response.status_code == 200, response.text
 
 
-def test_an_import_is_validated_in_the_server_when_the_process_is_gone(api, repo, validation):
+def test_an_import_is_validated_in_the_server_when_the_process_is_gone(api, repo, validation, reading):
     [pid] = process_ids(validation)
     os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: not alive(pid))

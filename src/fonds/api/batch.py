@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import orjson
 from fastapi import APIRouter
 
 from fonds.api.deps import RawBody, Services, require
 from fonds.api.routing import add_route, json_response, json_schema_response
 from fonds.auth.permissions import has_permission
-from fonds.errors import BadRequest
 from fonds.records.imports import BULK_IMPORTS, import_batch
 from fonds.records.service import Actor
 from fonds.storage import statistics
@@ -26,14 +24,6 @@ SAVED = {
 }
 
 
-def parse_batch(body: bytes) -> list:
-    try:
-        records = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
-    return records
-
-
 def batch_import(
     actor: Actor = require(ROUTE_PERMISSION), *, repo_id: int, app: Services, body: RawBody, use_transaction: str | None = None
 ):
@@ -46,7 +36,7 @@ def batch_import(
     # large body, all young, are walked again and again as they are made, then once more when
     # it is turned back on.
     with BULK_IMPORTS.one():
-        imported = import_batch(service, parse_batch(body), repo_id=repo_id, actor=actor, may_create=may_create)
+        imported = import_batch(service, body, repo_id=repo_id, actor=actor, may_create=may_create)
     statistics.after_bulk_load(service.db, imported.types, imported.count, background=True, until_quiet=BULK_IMPORTS.analysis_may_start)
     # ArchivesSpace streams progress messages ending with this one; clients read the last element.
     return json_response([{"saved": imported.saved}])

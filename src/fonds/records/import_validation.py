@@ -28,7 +28,9 @@ from multiprocessing import resource_tracker
 
 import orjson
 
-from fonds.errors import Invalid
+from fonds.errors import BadRequest, Invalid
+from fonds.records.import_entries import parse_entries, parse_records, scopes, stand_ins
+from fonds.records.validation import check_structure, find_refs, structures_are_sound
 
 log = logging.getLogger("fonds.records")
 
@@ -44,6 +46,9 @@ class Refused(Exception):
 # Records a task sends at once: the import's progress moves on by this many, and the first
 # invalid record stops the chunks after it.
 CHUNK = 1000
+# Largest body the process reads on the server's behalf, in one task (a larger one is read in the
+# server and sent in chunks): the process holds its records and their answer at once.
+BODY_BYTES = 64 * 1024 * 1024
 
 
 class ImportValidation:
@@ -83,11 +88,37 @@ class ImportValidation:
         self._release(pool, broken=results is None)
         return results
 
+    def read_and_validate(self, body: bytes, repo_id: int, lists) -> tuple[list[list], list[tuple[dict, dict, list]]] | None:
+        """A batch import's body read (`import_entries`) and its records validated in the process,
+        in one task: each record's [type name, temporary URI] and (clean record, warnings, refs).
+        None: read it in the server (a small body or one past BODY_BYTES, one that is not a
+        well-formed batch, whose error the server words, or the process not ready, or gone). A
+        record `prepare_doc` refuses is `Refused`, with its place in the batch."""
+        if not self.min_records or len(body) > BODY_BYTES or body.count(b'"jsonmodel_type"') < self.min_records:
+            return None
+        pool = self._acquire()
+        if pool is None:
+            return None
+        try:
+            future = pool.submit(_read_and_validate, self.registry_source, body, repo_id, lists, self.strict)
+            answer = orjson.loads(future.result())
+        except (RuntimeError, CancelledError):  # BrokenProcessPool, or the pool shut down
+            self._release(pool, broken=True)
+            return None
+        except BaseException:
+            self._release(pool)
+            raise
+        self._release(pool)
+        if "read_here" in answer:
+            return None
+        _raise_refused(answer, 0)
+        return answer["entries"], answer["records"]
+
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[tuple[dict, dict, list]] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
         try:
             for start in range(0, len(docs), CHUNK):
-                chunk = orjson.dumps(docs[start : start + CHUNK])
+                chunk = _serialised(docs, start)
                 futures.append(
                     pool.submit(_validate, self.registry_source, names[start : start + CHUNK], chunk, created, lists, self.strict)
                 )
@@ -99,8 +130,7 @@ class ImportValidation:
                 answer = orjson.loads(future.result())
             except (BrokenProcessPool, CancelledError):
                 return None
-            if "invalid" in answer:
-                raise Refused(len(results) + answer["invalid"], Invalid(answer["error"], answer["warning"]))
+            _raise_refused(answer, len(results))
             results += answer["records"]
             if progress is not None:
                 progress(len(results))
@@ -189,6 +219,27 @@ def _log_failed_start(started: Future) -> None:
         log.error("the process validating large imports did not start; they validate in the server", exc_info=started.exception())
 
 
+def _raise_refused(answer: dict, start: int) -> None:
+    """Raise the process's refusal of a record, if it refused one (its place: `start` plus its place in the task)."""
+    if "invalid" in answer:
+        raise Refused(start + answer["invalid"], Invalid(answer["error"], answer["warning"]))
+
+
+def _serialised(docs: list[dict], start: int) -> bytes:
+    """The chunk of `docs` from `start`, as JSON; one nested too deep for orjson (past MAX_DEPTH,
+    so the process would refuse it) is `Refused` here."""
+    chunk = docs[start : start + CHUNK]
+    try:
+        return orjson.dumps(chunk)
+    except orjson.JSONEncodeError:
+        for index, doc in enumerate(chunk):
+            try:
+                check_structure(doc)
+            except Invalid as error:
+                raise Refused(start + index, error) from None
+        raise
+
+
 # -- in the validating process -------------------------------------------------------------------
 
 _PREPARERS: dict = {}
@@ -231,14 +282,38 @@ def _preparer(registry_source: str, strict: bool):
 
 
 def _validate(registry_source: str, names: list[str], payload: bytes, created: dict[str, str], lists, strict: bool) -> bytes:
-    from fonds.records.validation import find_refs
+    return _validated(registry_source, strict, lists, names, orjson.loads(payload), created)
 
+
+def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool) -> bytes:
+    """`ImportValidation.read_and_validate` in the process: `_validated`'s answer, with each
+    record's [type name, temporary URI] as `entries`; or `read_here`."""
+    registry, _ = _preparer(registry_source, strict)
+    try:
+        entries = parse_entries(registry, parse_records(body))
+    except BadRequest:  # the server words it, reading the body itself
+        return orjson.dumps({"read_here": True})
+    docs = []
+    for entry in entries:
+        doc, entry.doc = entry.doc, None
+        doc.pop("uri", None)
+        docs.append(doc)
+    names = [entry.record_type.name for entry in entries]
+    answer = _validated(registry_source, strict, lists, names, docs, stand_ins(entries, scopes(entries, repo_id)))
+    return answer[:-1] + b',"entries":' + orjson.dumps([[entry.record_type.name, entry.temporary_uri] for entry in entries]) + b"}"
+
+
+def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str]) -> bytes:
+    """Each record's (clean record, warnings, refs) as `records`, or the first one refused as `invalid`, in JSON."""
     registry, preparer = _preparer(registry_source, strict)
     preparer.validator.value_lists.snapshot = lists
     schemas, out = preparer.schemas, []
-    for index, (name, doc) in enumerate(zip(names, orjson.loads(payload))):
+    sound = structures_are_sound(docs)
+    for index, (name, doc) in enumerate(zip(names, docs)):
         record_type = registry[name]
         try:
+            if not sound:
+                check_structure(doc)
             clean, warnings, _ = preparer.prepare_doc(record_type, doc, creating=True, refresh=False, replace_refs=created)
         except Invalid as error:
             return orjson.dumps({"invalid": index, "error": error.error, "warning": error.extra.get("warning") or {}})

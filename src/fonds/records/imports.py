@@ -23,26 +23,13 @@ from queue import SimpleQueue
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records import value_lists
+from fonds.records.import_entries import FIELD, Entry, parse_entries, parse_records, scopes, stand_ins
 from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
-from fonds.records.validation import check_structure, find_refs, structures_are_sound
+from fonds.records.validation import check_structure, find_refs
 from fonds.records.writes import Batch, NewRecord, plan_refs
 from fonds.storage import records as store
 from fonds.storage.db import bulk_page_cache
-
-FIELD = "batch_import"
-# The ids of the stand-in URIs a batch's records are known by while they are validated (the n-th
-# record's is this plus n): past any id a database hands out (SQLite's and PostgreSQL's are 64-bit).
-STAND_IN_IDS = 2**63
-
-
-@dataclass
-class Entry:
-    index: int
-    record_type: RecordType
-    temporary_uri: str | None
-    # The client's record, until it is validated (then only its clean copy is kept).
-    doc: dict | None
 
 
 @dataclass
@@ -52,40 +39,6 @@ class Imported:
     saved: dict[str, list]
     types: set[str]
     count: int
-
-
-def parse_entries(registry, records) -> list[Entry]:
-    """Each record's type and temporary URI, checked before anything is written. Empties
-    `records` (the entries hold the records, each let go once validated)."""
-    if not isinstance(records, list) or not records:
-        raise Invalid({FIELD: ["Must be a non-empty JSON array of records"]})
-    entries, seen = [], set()
-    for index, doc in enumerate(records):
-        where = f"{FIELD}/{index}"
-        if not isinstance(doc, dict):
-            raise Invalid({where: ["Must be a JSON object"]})
-        name = doc.get("jsonmodel_type")
-        if not isinstance(name, str) or name not in registry.types:
-            raise Invalid({f"{where}/jsonmodel_type": [f"Unknown record type {name!r}"]})
-        record_type = registry[name]
-        if "create" not in record_type.actions:
-            raise Invalid({f"{where}/jsonmodel_type": [f"Records of type {name!r} cannot be imported"]})
-        uri = doc.get("uri")
-        if uri is not None and not isinstance(uri, str):
-            raise Invalid({f"{where}/uri": ["Must be a string"]})
-        if uri in seen:
-            raise Invalid({f"{where}/uri": [f"{uri} is used by two records of the batch"]})
-        if uri:
-            seen.add(uri)
-        entries.append(Entry(index, record_type, uri or None, doc))
-    if not structures_are_sound(records):
-        for index, doc in enumerate(records):
-            try:
-                check_structure(doc)
-            except Invalid as error:
-                raise nested_under(error, f"{FIELD}/{index}") from None
-    records.clear()
-    return entries
 
 
 def creation_order(items: list[NewRecord], member_at: dict[str, int]) -> list[NewRecord]:
@@ -183,9 +136,10 @@ def import_batch(
     may_create: Callable[[RecordType], bool],
     progress: Callable[[str, int], None] | None = None,
 ) -> Imported:
-    """Create every record in one write transaction of its own: all or none. Takes `records`
-    over: the list is emptied as the import goes (`parse_entries`). `progress(step, done)`:
-    how many records are done with each step, `validated` then `written`.
+    """Create every record in one write transaction of its own: all or none. `records`: the
+    request's body as it came (read here or, a large one, by the process validating imports),
+    or its records, a list taken over (emptied as the import goes, `parse_entries`).
+    `progress(step, done)`: how many records are done with each step, `validated` then `written`.
 
     The write lock is held only for the write, and for the short transaction reserving the
     records' ids once they are validated: validation goes on while other writes do (another
@@ -196,22 +150,17 @@ def import_batch(
 
 
 def _import(service, records, *, repo_id: int, actor, may_create, progress) -> Imported:
-    entries = parse_entries(service.registry, records)
-    # By name: a record type's hash is its fields' (a dataclass).
-    for record_type in {entry.record_type.name: entry.record_type for entry in entries}.values():
-        if not may_create(record_type):
-            raise Denied()
-    scope = {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
-    # Validated before their ids are reserved (which waits for the write before, on SQLite):
-    # refs to the batch's records point at a stand-in URI meanwhile, then at their real one.
-    stand_ins = {e.temporary_uri: e.record_type.uri(STAND_IN_IDS + e.index, scope[e.index]) for e in entries if e.temporary_uri}
     # No transaction is held open while they are validated (a long read would keep SQLite from
     # checkpointing its log, PostgreSQL from vacuuming): the lists' generation is checked again in the write.
     lists = service.value_lists.refresh()
-    prepared = _validated(service, entries, stand_ins, lists, progress=_step(progress, "validated"))
+    # Validated before their ids are reserved (which waits for the write before, on SQLite):
+    # refs to the batch's records point at a stand-in URI meanwhile, then at their real one.
+    entries, prepared = _validated(service, records, repo_id, lists, may_create, progress=_step(progress, "validated"))
+    scope = scopes(entries, repo_id)
+    temporary = stand_ins(entries, scope)
     ids = _reserved(service, entries)
     created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
-    _point_at_created(prepared, {stand_ins[temporary]: uri for temporary, uri in created.items()})
+    _point_at_created(prepared, {temporary[uri]: created_uri for uri, created_uri in created.items()})
     items = [
         NewRecord(
             entry.record_type, clean, warnings, scope[entry.index], label=f"{FIELD}/{entry.index}", record_id=ids[entry.index], refs=refs
@@ -233,6 +182,31 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     DISPOSAL.free((entries, prepared, items, written, planned))
     del entries, prepared, items, written, planned
     return imported
+
+
+def _check_permissions(entries: list[Entry], may_create: Callable[[RecordType], bool]) -> None:
+    # By name: a record type's hash is its fields' (a dataclass).
+    for record_type in {entry.record_type.name: entry.record_type for entry in entries}.values():
+        if not may_create(record_type):
+            raise Denied()
+
+
+def _read_and_validated_elsewhere(service, body: bytes, repo_id: int, lists, may_create) -> tuple[list[Entry], list] | None:
+    """The entries and each record's (clean record, warnings, refs) of a large import's body, read
+    and validated by the process validating imports: the server never parses its records. None:
+    read it here (a small body, one that is not a well-formed batch, the process not ready or
+    gone, or an actor who may not create every type: a 403 then comes before any 400, as here)."""
+    registry = service.registry
+    if not all(may_create(record_type) for record_type in registry if "create" in record_type.actions):
+        return None
+    try:
+        found = service.import_validation.read_and_validate(body, repo_id, lists)
+    except Refused as refused:
+        raise nested_under(refused.error, f"{FIELD}/{refused.index}") from None
+    if found is None:
+        return None
+    kinds, prepared = found
+    return [Entry(index, registry[name], uri, None) for index, (name, uri) in enumerate(kinds)], prepared
 
 
 class Disposal:
@@ -280,11 +254,21 @@ def _step(progress: Callable[[str, int], None] | None, step: str) -> Callable[[i
 
 
 def _validated(
-    service, entries: list[Entry], stand_ins: dict[str, str], lists, *, progress: Callable[[int], None] | None
-) -> list[tuple[dict, dict, list]]:
-    """Each record's (clean record, warnings, refs), in the order given, validated as a new record
-    of its type against `lists` (the caller refreshed them), its temporary refs replaced by
-    `stand_ins`: in the process that validates large imports (records/import_validation.py), or here."""
+    service, records, repo_id: int, lists, may_create, *, progress: Callable[[int], None] | None
+) -> tuple[list[Entry], list[tuple[dict, dict, list]]]:
+    """The import's entries and each record's (clean record, warnings, refs), in the order given,
+    validated as a new record of its type against `lists` (the caller refreshed them), its refs
+    to the batch's records pointing at their stand-ins (`import_entries.stand_ins`). A large
+    body is read and validated by the process that validates imports (records/import_validation.py);
+    else the records are read here, and validated there (in chunks) or here."""
+    if isinstance(records, bytes):
+        found = _read_and_validated_elsewhere(service, records, repo_id, lists, may_create)
+        if found is not None:
+            return found
+        records = parse_records(records)
+    entries = parse_entries(service.registry, records)
+    _check_permissions(entries, may_create)
+    stand_in_uris = stand_ins(entries, scopes(entries, repo_id))
     docs = []
     for entry in entries:
         doc, entry.doc = entry.doc, None
@@ -292,10 +276,10 @@ def _validated(
         docs.append(doc)
     names = [entry.record_type.name for entry in entries]
     try:
-        prepared = service.import_validation.validate(names, docs, stand_ins, lists, progress)
+        prepared = service.import_validation.validate(names, docs, stand_in_uris, lists, progress)
     except Refused as refused:
         raise nested_under(refused.error, f"{FIELD}/{entries[refused.index].index}") from None
-    return _prepared_here(service, entries, docs, stand_ins, progress) if prepared is None else prepared
+    return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared
 
 
 def _point_at_created(prepared: list[tuple[dict, dict, list]], real: dict[str, str]) -> None:
@@ -325,6 +309,7 @@ def _prepared_here(service, entries: list[Entry], docs: list[dict], created: dic
     schemas, prepared = service.schemas, []
     for done, (entry, doc) in enumerate(zip(entries, docs), 1):
         try:
+            check_structure(doc)
             clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False, replace_refs=created)
         except Invalid as error:
             raise nested_under(error, f"{FIELD}/{entry.index}") from None

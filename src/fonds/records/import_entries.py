@@ -1,0 +1,74 @@
+"""A batch import's body read as entries: each record's type and temporary URI, checked before
+anything is validated or written, and the stand-in URIs refs to the batch's records point at
+while they are validated. Shared by the server and the process that validates large imports
+(records/import_validation.py), which may read a body on the server's behalf."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+from fonds.errors import BadRequest, Invalid
+from fonds.records.registry import RecordType
+
+FIELD = "batch_import"
+# The ids of the stand-in URIs a batch's records are known by while they are validated (the n-th
+# record's is this plus n): past any id a database hands out (SQLite's and PostgreSQL's are 64-bit).
+STAND_IN_IDS = 2**63
+
+
+@dataclass
+class Entry:
+    index: int
+    record_type: RecordType
+    temporary_uri: str | None
+    # The client's record, until it is validated (then only its clean copy is kept).
+    doc: dict | None
+
+
+def parse_records(body: bytes) -> list:
+    """The body's JSON (what it holds is for `parse_entries` to check)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
+
+
+def parse_entries(registry, records) -> list[Entry]:
+    """Each record's type and temporary URI, checked before anything is written. Empties
+    `records` (the entries hold the records, each let go once validated). Each record's nesting
+    and characters are checked where it is validated."""
+    if not isinstance(records, list) or not records:
+        raise Invalid({FIELD: ["Must be a non-empty JSON array of records"]})
+    entries, seen = [], set()
+    for index, doc in enumerate(records):
+        where = f"{FIELD}/{index}"
+        if not isinstance(doc, dict):
+            raise Invalid({where: ["Must be a JSON object"]})
+        name = doc.get("jsonmodel_type")
+        if not isinstance(name, str) or name not in registry.types:
+            raise Invalid({f"{where}/jsonmodel_type": [f"Unknown record type {name!r}"]})
+        record_type = registry[name]
+        if "create" not in record_type.actions:
+            raise Invalid({f"{where}/jsonmodel_type": [f"Records of type {name!r} cannot be imported"]})
+        uri = doc.get("uri")
+        if uri is not None and not isinstance(uri, str):
+            raise Invalid({f"{where}/uri": ["Must be a string"]})
+        if uri in seen:
+            raise Invalid({f"{where}/uri": [f"{uri} is used by two records of the batch"]})
+        if uri:
+            seen.add(uri)
+        entries.append(Entry(index, record_type, uri or None, doc))
+    records.clear()
+    return entries
+
+
+def scopes(entries: list[Entry], repo_id: int) -> dict[int, int | None]:
+    """{entry index: the repository its record is created in} (None: a global record)."""
+    return {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}
+
+
+def stand_ins(entries: list[Entry], scope: dict[int, int | None]) -> dict[str, str]:
+    """{temporary URI: the stand-in URI refs to it point at while the records are validated}."""
+    return {e.temporary_uri: e.record_type.uri(STAND_IN_IDS + e.index, scope[e.index]) for e in entries if e.temporary_uri}
