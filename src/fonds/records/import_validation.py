@@ -3,9 +3,10 @@
 Validation (normalising, the schema, the type's checks, defaults, finding the refs) is Python
 from end to end: in the server it holds the interpreter, which the write of the import before it
 needs as well, so a bulk load used one core of two (a 2,000-record import: ~38 µs a record to
-validate, ~73 µs to write). Here the records of an import of at least `min_records` go, in
-chunks, to one process that validates them while the server writes the import before; they come
-back as JSON (orjson's, a few µs a record both ways).
+validate, ~73 µs to write). Here an import of at least `min_records` records goes to one process
+that validates them while the server writes the import before: its body as it came, read there
+too (`read_and_validate`, up to BODY_BYTES), or the records the server read, in chunks
+(`validate`); they come back as JSON (orjson's, a few µs a record both ways).
 
 The process is spawned (the server has threads) when the first large import comes, which
 validates in the server meanwhile; it is stopped once no import has used it for
