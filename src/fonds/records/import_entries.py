@@ -64,6 +64,16 @@ def parse_entries(registry, records) -> list[Entry]:
     return entries
 
 
+def taken_docs(entries: list[Entry]) -> tuple[list[str], list[dict]]:
+    """Each entry's type name and record, taken from it to be validated (without its temporary URI)."""
+    docs = []
+    for entry in entries:
+        doc, entry.doc = entry.doc, None
+        doc.pop("uri", None)
+        docs.append(doc)
+    return [entry.record_type.name for entry in entries], docs
+
+
 def scopes(entries: list[Entry], repo_id: int) -> dict[int, int | None]:
     """{entry index: the repository its record is created in} (None: a global record)."""
     return {e.index: repo_id if e.record_type.repo_scoped else None for e in entries}

@@ -30,7 +30,7 @@ from multiprocessing import resource_tracker
 import orjson
 
 from fonds.errors import BadRequest, Invalid
-from fonds.records.import_entries import parse_entries, parse_records, scopes, stand_ins
+from fonds.records.import_entries import parse_entries, parse_records, scopes, stand_ins, taken_docs
 from fonds.records.validation import check_structure, find_refs, structures_are_sound
 
 log = logging.getLogger("fonds.records")
@@ -294,12 +294,7 @@ def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, s
         entries = parse_entries(registry, parse_records(body))
     except BadRequest:  # the server words it, reading the body itself
         return orjson.dumps({"read_here": True})
-    docs = []
-    for entry in entries:
-        doc, entry.doc = entry.doc, None
-        doc.pop("uri", None)
-        docs.append(doc)
-    names = [entry.record_type.name for entry in entries]
+    names, docs = taken_docs(entries)
     answer = _validated(registry_source, strict, lists, names, docs, stand_ins(entries, scopes(entries, repo_id)))
     return answer[:-1] + b',"entries":' + orjson.dumps([[entry.record_type.name, entry.temporary_uri] for entry in entries]) + b"}"
 

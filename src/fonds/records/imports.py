@@ -23,7 +23,7 @@ from queue import SimpleQueue
 
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records import value_lists
-from fonds.records.import_entries import FIELD, Entry, parse_entries, parse_records, scopes, stand_ins
+from fonds.records.import_entries import FIELD, Entry, parse_entries, parse_records, scopes, stand_ins, taken_docs
 from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs
@@ -269,12 +269,7 @@ def _validated(
     entries = parse_entries(service.registry, records)
     _check_permissions(entries, may_create)
     stand_in_uris = stand_ins(entries, scopes(entries, repo_id))
-    docs = []
-    for entry in entries:
-        doc, entry.doc = entry.doc, None
-        doc.pop("uri", None)
-        docs.append(doc)
-    names = [entry.record_type.name for entry in entries]
+    names, docs = taken_docs(entries)
     try:
         prepared = service.import_validation.validate(names, docs, stand_in_uris, lists, progress)
     except Refused as refused:
