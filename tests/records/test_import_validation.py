@@ -186,3 +186,91 @@ def test_the_process_stops_with_the_app(settings):
         validation.start().result(timeout=120)
         [pid] = process_ids(validation)
     assert wait_until(lambda: not alive(pid))
+
+
+# What differs between two imports of the same records: when and as whom they were stored.
+STAMPS = {"created", "modified", "create_time", "system_mtime", "user_mtime", "created_by", "last_modified_by"}
+
+
+def tree_archive(repo: int, prefix: str) -> list[dict]:
+    """A resource and its components (one placed at a position, one in its parent's resource by
+    its parent alone, one with its own ref_id, a subject and a text that reads like a stand-in
+    URI), an accession: each kind of record the process derives, or not."""
+    base = f"/repositories/{repo}"
+    resource, series = f"{base}/resources/import_{prefix}r", f"{base}/archival_objects/import_{prefix}series"
+
+    def component(name: str, **fields) -> dict:
+        return {"jsonmodel_type": "archival_object", "uri": f"{base}/archival_objects/import_{prefix}{name}", "title": name} | fields
+
+    return [
+        {"jsonmodel_type": "subject", "uri": f"/subjects/import_{prefix}s", "title": f"{prefix} topic", "source": "local", "terms": []},
+        {"jsonmodel_type": "resource", "uri": resource, "title": "Papers", "id_0": f"{prefix}-R", "level": "collection"},
+        component("series", level="series", resource={"ref": resource}, subjects=[{"ref": f"/subjects/import_{prefix}s"}]),
+        component(
+            "a",
+            level="file",
+            resource={"ref": resource},
+            parent={"ref": series},
+            dates=[{"begin": "1950", "date_type": "single", "label": "creation"}],
+        ),
+        component("b", level="file", resource={"ref": resource}, parent={"ref": series}, ref_id=f"{prefix}-own-ref"),
+        component("first", level="file", resource={"ref": resource}, parent={"ref": series}, position=0),
+        component("by parent", level="item", parent={"ref": f"{base}/archival_objects/import_{prefix}a"}),
+        component(f"{base}/archival_objects/{2**63 + 2}", level="file", resource={"ref": resource}),  # its title reads like a stand-in URI
+        {
+            "jsonmodel_type": "accession",
+            "uri": f"{base}/accessions/import_{prefix}acc",
+            "title": "Gift",
+            "id_0": f"{prefix}-A",
+            "subjects": [{"ref": f"/subjects/import_{prefix}s"}],
+        },
+    ]
+
+
+def stored_as_imported(api, repo: int, prefix: str) -> dict[str, dict]:
+    """Each record of `tree_archive` as read back, by its temporary URI, with the URIs of the
+    import's records given as their temporary ones; its stamps and generated ref_ids left out."""
+    response = api.post(f"/repositories/{repo}/batch_imports", json=tree_archive(repo, prefix))
+    assert response.status_code == 200, response.text
+    saved = response.json()[-1]["saved"]
+    temporary = {uri: temporary_uri.replace(f"import_{prefix}", "import_") for temporary_uri, (uri, _) in saved.items()}
+
+    def plain(node):
+        if isinstance(node, dict):
+            return {key: plain(value) for key, value in node.items() if key not in STAMPS}
+        if isinstance(node, list):
+            return [plain(item) for item in node]
+        if not isinstance(node, str):
+            return node
+        for uri, temporary_uri in temporary.items():
+            if node == uri or node.startswith(f"{uri}/"):  # a resource's tree
+                return temporary_uri + node[len(uri) :]
+        return node.replace(prefix, "")
+
+    records = {}
+    for temporary_uri, (uri, _) in saved.items():
+        record = api.get(uri).json()
+        if record["jsonmodel_type"] == "archival_object" and record["ref_id"] != f"{prefix}-own-ref":
+            assert len(record.pop("ref_id")) == 32
+        records[temporary[uri]] = plain(record)
+    return records
+
+
+def test_records_the_process_derives_are_stored_as_the_server_stores_them(api, repo, validation, reading):
+    by_process = stored_as_imported(api, repo, "Q1")
+    validation.min_records = 0
+    in_server = stored_as_imported(api, repo, "Q2")
+    assert by_process == in_server
+    base = f"/repositories/{repo}"
+    series, first = by_process[f"{base}/archival_objects/import_series"], by_process[f"{base}/archival_objects/import_first"]
+    assert series["display_string"] == "series" and series["subjects"] == [{"ref": "/subjects/import_s"}]
+    assert first["position"] == 0 and by_process[f"{base}/archival_objects/import_a"]["display_string"] == "a, 1950"
+    assert by_process[f"{base}/archival_objects/import_by parent"]["resource"] == {"ref": f"{base}/resources/import_r"}
+    titled = by_process[f"{base}/archival_objects/import_{base}/archival_objects/{2**63 + 2}"]
+    assert titled["title"] == f"{base}/archival_objects/{2**63 + 2}"
+    assert by_process[f"{base}/accessions/import_acc"]["display_string"] == "Gift"
+    assert all(
+        record["repository"] == {"ref": base} and record["lock_version"] == 0
+        for record in by_process.values()
+        if "/repositories/" in record["uri"]
+    )

@@ -1,6 +1,7 @@
 """Declarations are checked when the registry is built: a mistake fails at start, not later."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -30,6 +31,19 @@ def test_two_types_with_one_name_or_path_fail_the_build():
         build_registry([accession, dataclasses.replace(accession, path="other")], permission_codes=PERMISSION_CODES)
     with pytest.raises(RegistryError, match="two record types have the path 'accessions'"):
         build_registry([accession, dataclasses.replace(accession, name="other")], permission_codes=PERMISSION_CODES)
+
+
+def test_a_type_deriving_new_records_alone_may_not_have_batch_or_after_save_hooks():
+    accession = REGISTRY["accession"]
+
+    class Hooks(type(accession.hooks)):
+        def after_save(self, service, ctx, doc, actor):
+            pass
+
+    with pytest.raises(
+        RegistryError, match=re.escape("record type 'accession' derives new records alone (derive_new) but has its own after_save")
+    ):
+        build_registry([dataclasses.replace(accession, hooks=Hooks())], permission_codes=PERMISSION_CODES)
 
 
 def test_the_complete_registry_is_the_record_layers_types_plus_users_and_groups():

@@ -98,6 +98,16 @@ class Hooks:
         records it refers to (batch members included, unless `derive_reads_referenced_rows` is
         False) are stored already."""
 
+    def derive_new(self, doc: dict) -> tuple[dict, bool] | None:
+        """A new record's server-computed fields, when they need nothing but the record itself:
+        its columns, and whether the record now differs from what the client sent (`stale`).
+        None (the default): only `derive`, with its write context, can. A type that gives them
+        derives a new record with this alone (a tree node is placed besides, by the write path),
+        and has no `prepare_batch` or `after_save`: a batch import then derives its records where
+        it validates them (records/import_validation.py) and the server stores their JSON as it
+        comes back."""
+        return None
+
     def after_save(self, service, ctx: WriteContext, doc: dict, actor) -> None:
         """Checks and companion records once the row is stored (`ctx.existing` is None on create):
         the rule that an administrator remains."""

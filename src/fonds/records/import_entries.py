@@ -5,6 +5,7 @@ while they are validated. Shared by the server and the process that validates la
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import orjson
@@ -16,6 +17,13 @@ FIELD = "batch_import"
 # The ids of the stand-in URIs a batch's records are known by while they are validated (the n-th
 # record's is this plus n): past any id a database hands out (SQLite's and PostgreSQL's are 64-bit).
 STAND_IN_IDS = 2**63
+# A stand-in id ending a URI in a record's JSON (`pointed_at_created`).
+_STAND_IN_REF = re.compile(rb'/(9223\d{15})"')
+
+# A record validated for the batch: (its clean record, warnings, refs, and, if it was derived
+# where it was validated, what `writes.NewRecord.ready` holds; its clean record then holds only
+# what placing it reads, unless its JSON could not be made there).
+Prepared = tuple[dict, dict, list[tuple[str, str]], tuple | None]
 
 
 @dataclass
@@ -82,3 +90,15 @@ def scopes(entries: list[Entry], repo_id: int) -> dict[int, int | None]:
 def stand_ins(entries: list[Entry], scope: dict[int, int | None]) -> dict[str, str]:
     """{temporary URI: the stand-in URI refs to it point at while the records are validated}."""
     return {e.temporary_uri: e.record_type.uri(STAND_IN_IDS + e.index, scope[e.index]) for e in entries if e.temporary_uri}
+
+
+def stand_in_count(body: bytes) -> int:
+    """How many strings of a record's JSON end as a stand-in URI may: as many as its refs to the
+    batch's records, unless its text reads like one (`pointed_at_created` is then not for it)."""
+    return len(_STAND_IN_REF.findall(body))
+
+
+def pointed_at_created(body: bytes, ids: dict[int, int]) -> bytes:
+    """A record's JSON whose refs to stand-in URIs (its every string that `stand_in_count`
+    counts) point at the URIs the records get, by {entry index: the id of its record}."""
+    return _STAND_IN_REF.sub(lambda found: b'/%d"' % ids[int(found[1]) - STAND_IN_IDS], body)

@@ -6,7 +6,10 @@ needs as well, so a bulk load used one core of two (a 2,000-record import: ~38 �
 validate, ~73 µs to write). Here an import of at least `min_records` records goes to one process
 that validates them while the server writes the import before: its body as it came, read there
 too (`read_and_validate`, up to BODY_BYTES), or the records the server read, in chunks
-(`validate`); they come back as JSON (orjson's, a few µs a record both ways).
+(`validate`). A record whose type derives it alone (`Hooks.derive_new`: an archival object, an
+accession) is derived there too and comes back as the JSON the server stores, but for the
+stand-in ids of its refs to the batch's records and what the write adds: the server neither
+builds nor frees its dicts (a third of its work on such a record).
 
 The process is spawned (the server has threads) when the first large import comes, which
 validates in the server meanwhile; it is stopped once no import has used it for
@@ -30,7 +33,17 @@ from multiprocessing import resource_tracker
 import orjson
 
 from fonds.errors import BadRequest, Invalid
-from fonds.records.import_entries import parse_entries, parse_records, scopes, stand_ins, taken_docs
+from fonds.records.import_entries import (
+    Prepared,
+    parse_entries,
+    parse_records,
+    scopes,
+    stand_in_count,
+    stand_ins,
+    taken_docs,
+)
+from fonds.records.preparation import WRITTEN_FIELDS
+from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs, structures_are_sound
 
 log = logging.getLogger("fonds.records")
@@ -67,8 +80,8 @@ class ImportValidation:
 
     def validate(
         self, names: list[str], docs: list[dict], created: dict[str, str], lists, progress: Callable[[int], None] | None
-    ) -> list[tuple[dict, dict, list]] | None:
-        """Each record's (clean record, warnings, refs) in order, validated in the process (the
+    ) -> list[Prepared] | None:
+        """Each record's `Prepared` in order, validated in the process (the
         records of type `names[i]`, temporary refs replaced by `created`, against `lists`); or
         None: validate them here (a small import, or the process not ready, or gone). A record
         `prepare_doc` refuses is `Refused`, with its place."""
@@ -89,9 +102,9 @@ class ImportValidation:
         self._release(pool, broken=results is None)
         return results
 
-    def read_and_validate(self, body: bytes, repo_id: int, lists) -> tuple[list[list], list[tuple[dict, dict, list]]] | None:
+    def read_and_validate(self, body: bytes, repo_id: int, lists) -> tuple[list[tuple], list[Prepared]] | None:
         """A batch import's body read (`import_entries`) and its records validated in the process,
-        in one task: each record's [type name, temporary URI] and (clean record, warnings, refs).
+        in one task: each record's (type name, temporary URI) and its `Prepared`.
         None: read it in the server (a small body or one past BODY_BYTES, one that is not a
         well-formed batch, whose error the server words, or the process not ready, or gone). A
         record `prepare_doc` refuses is `Refused`, with its place in the batch."""
@@ -102,7 +115,7 @@ class ImportValidation:
             return None
         try:
             future = pool.submit(_read_and_validate, self.registry_source, body, repo_id, lists, self.strict)
-            answer = orjson.loads(future.result())
+            answer = future.result()
         except (RuntimeError, CancelledError):  # BrokenProcessPool, or the pool shut down
             self._release(pool, broken=True)
             return None
@@ -115,7 +128,7 @@ class ImportValidation:
         _raise_refused(answer, 0)
         return answer["entries"], answer["records"]
 
-    def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[tuple[dict, dict, list]] | None:
+    def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
         try:
             for start in range(0, len(docs), CHUNK):
@@ -125,10 +138,10 @@ class ImportValidation:
                 )
         except RuntimeError:  # BrokenProcessPool, or the pool shut down
             return None
-        results: list[tuple[dict, dict, list]] = []
+        results: list[Prepared] = []
         for future in futures:
             try:
-                answer = orjson.loads(future.result())
+                answer = future.result()
             except (BrokenProcessPool, CancelledError):
                 return None
             _raise_refused(answer, len(results))
@@ -282,27 +295,33 @@ def _preparer(registry_source: str, strict: bool):
     return found
 
 
-def _validate(registry_source: str, names: list[str], payload: bytes, created: dict[str, str], lists, strict: bool) -> bytes:
+def _validate(registry_source: str, names: list[str], payload: bytes, created: dict[str, str], lists, strict: bool) -> dict:
     return _validated(registry_source, strict, lists, names, orjson.loads(payload), created)
 
 
-def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool) -> bytes:
+def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool) -> dict:
     """`ImportValidation.read_and_validate` in the process: `_validated`'s answer, with each
-    record's [type name, temporary URI] as `entries`; or `read_here`."""
+    record's (type name, temporary URI) as `entries`; or `read_here`."""
     registry, _ = _preparer(registry_source, strict)
     try:
         entries = parse_entries(registry, parse_records(body))
     except BadRequest:  # the server words it, reading the body itself
-        return orjson.dumps({"read_here": True})
+        return {"read_here": True}
     names, docs = taken_docs(entries)
     answer = _validated(registry_source, strict, lists, names, docs, stand_ins(entries, scopes(entries, repo_id)))
-    return answer[:-1] + b',"entries":' + orjson.dumps([[entry.record_type.name, entry.temporary_uri] for entry in entries]) + b"}"
+    answer["entries"] = [(entry.record_type.name, entry.temporary_uri) for entry in entries]
+    return answer
 
 
-def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str]) -> bytes:
-    """Each record's (clean record, warnings, refs) as `records`, or the first one refused as `invalid`, in JSON."""
+def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str]) -> dict:
+    """Each record's `Prepared` as `records`, or the first one refused as `invalid`."""
+    # What an exception's traceback left in cycles, in the task before (the rest is frozen, or
+    # freed as its answer was sent): collected now, not once this task's answer is made (each
+    # collection walks every object still held).
+    gc.collect()
     registry, preparer = _preparer(registry_source, strict)
     preparer.validator.value_lists.snapshot = lists
+    stand_in_uris = set(created.values())
     schemas, out = preparer.schemas, []
     sound = structures_are_sound(docs)
     for index, (name, doc) in enumerate(zip(names, docs)):
@@ -312,9 +331,36 @@ def _validated(registry_source: str, strict: bool, lists, names: list[str], docs
                 check_structure(doc)
             clean, warnings, _ = preparer.prepare_doc(record_type, doc, creating=True, refresh=False, replace_refs=created)
         except Invalid as error:
-            return orjson.dumps({"invalid": index, "error": error.error, "warning": error.extra.get("warning") or {}})
-        out.append((clean, warnings, find_refs(schemas, schemas[name], clean)))
-    answer = orjson.dumps({"records": out})
-    del out
-    gc.collect()  # what an exception's traceback left in cycles; the rest is frozen or freed
-    return answer
+            return {"invalid": index, "error": error.error, "warning": error.extra.get("warning") or {}}
+        out.append(_derived(preparer, record_type, clean, warnings, find_refs(schemas, schemas[name], clean), stand_in_uris))
+    return {"records": out}
+
+
+def _derived(
+    preparer, record_type: RecordType, clean: dict, warnings: dict, refs: list[tuple[str, str]], stand_in_uris: set[str]
+) -> Prepared:
+    """A validated record derived here if its type derives it alone (`Hooks.derive_new`): the
+    server then writes its JSON as it is, once the stand-in ids in it are replaced by the ids
+    the batch's records get (`import_entries.pointed_at_created`). Not a tree node whose root is
+    taken from its parent (placing it changes the record), nor the ones of a type that derives
+    in the write."""
+    tree = record_type.tree if record_type.is_tree_node else None
+    if tree is not None and clean.get("parent") and not clean.get(tree.root_field):
+        return clean, warnings, refs, None
+    derived = preparer.derived_alone(record_type, clean, warnings)
+    if derived is None:
+        return clean, warnings, refs, None
+    for field in WRITTEN_FIELDS:
+        clean.pop(field, None)
+    placing = {}
+    if tree is not None:
+        placing = {field: clean[field] for field in (tree.root_field, "parent") if field in clean}
+        position = clean.pop("position", None)
+        if position is not None:
+            placing["position"] = position
+    body = orjson.dumps(clean)
+    if stand_in_count(body) != sum(1 for _, uri in refs if uri in stand_in_uris):
+        # Text that reads like a stand-in URI: the record's refs are pointed at in the record itself.
+        clean.update(placing)
+        return clean, warnings, refs, (None, *derived)
+    return placing, warnings, refs, (body, *derived)

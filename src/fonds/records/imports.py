@@ -21,9 +21,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from queue import SimpleQueue
 
+import orjson
+
 from fonds.errors import Denied, Invalid, nested_under
 from fonds.records import value_lists
-from fonds.records.import_entries import FIELD, Entry, parse_entries, parse_records, scopes, stand_ins, taken_docs
+from fonds.records.import_entries import (
+    FIELD,
+    Entry,
+    Prepared,
+    parse_entries,
+    parse_records,
+    pointed_at_created,
+    scopes,
+    stand_ins,
+    taken_docs,
+)
 from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs
@@ -160,13 +172,8 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     temporary = stand_ins(entries, scope)
     ids = _reserved(service, entries)
     created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
-    _point_at_created(prepared, {temporary[uri]: created_uri for uri, created_uri in created.items()})
-    items = [
-        NewRecord(
-            entry.record_type, clean, warnings, scope[entry.index], label=f"{FIELD}/{entry.index}", record_id=ids[entry.index], refs=refs
-        )
-        for entry, (clean, warnings, refs) in zip(entries, prepared)
-    ]
+    real = {temporary[uri]: created_uri for uri, created_uri in created.items()}
+    items = [_new_record(entry, found, scope[entry.index], ids, real) for entry, found in zip(entries, prepared)]
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
     items = creation_order(items, member_at)
@@ -255,8 +262,8 @@ def _step(progress: Callable[[str, int], None] | None, step: str) -> Callable[[i
 
 def _validated(
     service, records, repo_id: int, lists, may_create, *, progress: Callable[[int], None] | None
-) -> tuple[list[Entry], list[tuple[dict, dict, list]]]:
-    """The import's entries and each record's (clean record, warnings, refs), in the order given,
+) -> tuple[list[Entry], list[Prepared]]:
+    """The import's entries and each record's `Prepared`, in the order given,
     validated as a new record of its type against `lists` (the caller refreshed them), its refs
     to the batch's records pointing at their stand-ins (`import_entries.stand_ins`). A large
     body is read and validated by the process that validates imports (records/import_validation.py);
@@ -277,14 +284,29 @@ def _validated(
     return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared
 
 
-def _point_at_created(prepared: list[tuple[dict, dict, list]], real: dict[str, str]) -> None:
-    """Each ref to a stand-in URI (in the record and in its refs) pointed at the record's real URI."""
-    for clean, _, refs in prepared:
-        for index, (path, uri) in enumerate(refs):
-            found = real.get(uri)
-            if found is not None:
-                refs[index] = (path, found)
-                _set_ref(clean, path, found)
+def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, ids: dict[int, int], real: dict[str, str]) -> NewRecord:
+    """The record of `entry` to write, its refs to stand-in URIs pointed at the URIs the batch's
+    records get (`real`; `ids`: {entry index: the id of its record})."""
+    doc, warnings, refs, ready = prepared
+    if _point_at_created(doc, refs, real) and ready is not None and ready[0] is not None:
+        ready = (pointed_at_created(ready[0], ids), *ready[1:])
+    return NewRecord(
+        entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=ids[entry.index], refs=refs, ready=ready
+    )
+
+
+def _point_at_created(doc: dict, refs: list[tuple[str, str]], real: dict[str, str]) -> int:
+    """Each ref to a stand-in URI pointed at the record's real URI, in `refs` and in `doc` (a
+    record derived where it was validated keeps there only what placing it reads); how many."""
+    count = 0
+    for index, (path, uri) in enumerate(refs):
+        found = real.get(uri)
+        if found is not None:
+            refs[index] = (path, found)
+            if path.split("/", 1)[0] in doc:
+                _set_ref(doc, path, found)
+            count += 1
+    return count
 
 
 def _set_ref(doc: dict, path: str, uri: str) -> None:
@@ -300,7 +322,7 @@ def _set_ref(doc: dict, path: str, uri: str) -> None:
         node[key] = uri
 
 
-def _prepared_here(service, entries: list[Entry], docs: list[dict], created: dict[str, str], progress) -> list[tuple[dict, dict, list]]:
+def _prepared_here(service, entries: list[Entry], docs: list[dict], created: dict[str, str], progress) -> list[Prepared]:
     schemas, prepared = service.schemas, []
     for done, (entry, doc) in enumerate(zip(entries, docs), 1):
         try:
@@ -308,7 +330,7 @@ def _prepared_here(service, entries: list[Entry], docs: list[dict], created: dic
             clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False, replace_refs=created)
         except Invalid as error:
             raise nested_under(error, f"{FIELD}/{entry.index}") from None
-        prepared.append((clean, warnings, find_refs(schemas, schemas[entry.record_type.name], clean)))
+        prepared.append((clean, warnings, find_refs(schemas, schemas[entry.record_type.name], clean), None))
         if progress is not None:
             progress(done)
     return prepared
@@ -320,6 +342,10 @@ def _validated_again(service, conn, items: list[NewRecord]) -> None:
     with a warning in an editable list, as in any create)."""
     service.value_lists.refresh(conn)
     for item in items:
+        if item.ready is not None:  # derived where it was validated: derived again, in the write
+            body, item.ready = item.ready[0], None
+            if body is not None:
+                item.doc = orjson.loads(body) | item.doc
         try:
             item.doc, _, _ = service.prepare_doc(item.record_type, item.doc, creating=True, refresh=False)
         except Invalid as error:

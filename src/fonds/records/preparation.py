@@ -11,6 +11,21 @@ from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet
 from fonds.records.validation import RecordValidator
 
+MISSING_WARNING = "Property was missing"
+# What the write path gives a new record's JSON (records/writes.py), never what the client sent.
+WRITTEN_FIELDS = (
+    "uri",
+    "lock_version",
+    "created",
+    "modified",
+    "create_time",
+    "system_mtime",
+    "user_mtime",
+    "created_by",
+    "last_modified_by",
+    "repository",
+)
+
 
 class RecordPreparer:
     def __init__(self, schemas: SchemaSet, registry: Registry, value_lists, *, strict: bool):
@@ -46,3 +61,20 @@ class RecordPreparer:
         clean["jsonmodel_type"] = record_type.name
         self.defaults.fill(record_type.name, clean, skip=record_type.read_fields)
         return clean, warnings, lock_version
+
+    def settle(self, record_type: RecordType, doc: dict, warnings: dict, existing_doc: dict | None = None) -> None:
+        """What a record gets once its type derived it: the service values it keeps
+        (`Defaults.keep_service_values`), and no warning that a field it now has was missing (a
+        default vocabulary, a resource taken from the parent)."""
+        self.defaults.keep_service_values(record_type.name, doc, existing_doc, skip=record_type.read_fields)
+        if warnings:
+            for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
+                del warnings[field]
+
+    def derived_alone(self, record_type: RecordType, doc: dict, warnings: dict) -> tuple[dict, bool] | None:
+        """A new record derived and settled where its type derives it alone (`Hooks.derive_new`):
+        its columns and whether it is stale; None: its type derives it in the write."""
+        found = record_type.hooks.derive_new(doc)
+        if found is not None:
+            self.settle(record_type, doc, warnings)
+        return found

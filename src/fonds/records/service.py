@@ -23,11 +23,11 @@ from fonds.records.plain import splice
 from fonds.records.preparation import RecordPreparer
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet, load_schema_files
-from fonds.records.trees import node_fields
+from fonds.records.trees import node_fields, placement
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import check_structure, find_refs
 from fonds.records.value_lists import ListCache
-from fonds.records.writes import MISSING_WARNING, Batch, NewRecord
+from fonds.records.writes import Batch, NewRecord
 from fonds.storage import change_log
 from fonds.storage import records as store
 from fonds.storage.chunks import is_in, select_any
@@ -124,10 +124,9 @@ class RecordService:
     ) -> None:
         record_type = ctx.record_type
         record_type.hooks.derive(ctx, doc)
-        self.defaults.keep_service_values(record_type.name, doc, ctx.existing_doc, skip=record_type.read_fields)
-        # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
-        for field in [f for f, messages in warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
-            del warnings[field]
+        if record_type.is_tree_node:
+            placement.place(ctx, doc)
+        self.preparer.settle(record_type, doc, warnings, ctx.existing_doc)
         uniqueness.check(conn, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id, ctx.existing)
         doc.update(uri=ctx.uri, lock_version=lock_version, **audit)
         if record_type.repo_scoped:

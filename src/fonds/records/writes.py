@@ -33,8 +33,6 @@ from fonds.storage import change_log, counts
 from fonds.storage import records as store
 from fonds.storage.db import writers_take_turns
 
-MISSING_WARNING = "Property was missing"
-
 
 @dataclass
 class NewRecord:
@@ -52,6 +50,10 @@ class NewRecord:
     fixed: bool = False
     # Its refs as `find_refs` gives them, when the caller found them already.
     refs: list[tuple[str, str]] | None = None
+    # A record derived where it was validated (`Hooks.derive_new`, records/import_validation.py):
+    # (its JSON but what the write adds, or None: `doc` holds it all; its columns; stale). `doc`
+    # then holds what placing a tree node reads (its root, parent and position refs) or nothing.
+    ready: tuple[bytes | None, dict, bool] | None = None
 
 
 @dataclass
@@ -123,8 +125,10 @@ class Batch:
         self._prepare(items)
         done = []
         for index, (item, uri, item_links) in enumerate(zip(items, uris, links)):
-            if item.record_type.hooks.derive_reads_referenced_rows and any(
-                (target, target_id) in self._pending_keys for _, _, target, target_id in item_links
+            if (
+                item.ready is None
+                and item.record_type.hooks.derive_reads_referenced_rows
+                and any((target, target_id) in self._pending_keys for _, _, target, target_id in item_links)
             ):
                 self.flush()
             done.append(self._derive(index, item, uri, item_links))
@@ -183,25 +187,45 @@ class Batch:
             batch=self,
         )
         try:
-            record_type.hooks.derive(ctx, doc)
+            if item.ready is None:
+                record_type.hooks.derive(ctx, doc)
+            else:
+                ctx.columns.update(item.ready[1])
+                ctx.stale = item.ready[2]
+            if record_type.is_tree_node:
+                placement.place(ctx, doc)
         except Invalid as error:
             raise labelled(error, item.label) from None
-        self.service.defaults.keep_service_values(record_type.name, doc, None, skip=record_type.read_fields)
-        if item.warnings:
-            # A field the server derived (a default vocabulary, a resource taken from the parent) is no longer missing.
-            for name in [f for f, messages in item.warnings.items() if messages == [MISSING_WARNING] and doc.get(f)]:
-                del item.warnings[name]
-        doc["uri"] = uri
-        doc.update(self._stamps)
-        if record_type.repo_scoped:
-            doc["repository"] = {"ref": f"/repositories/{item.repo_id}"}
+        if item.ready is None:
+            self.service.preparer.settle(record_type, doc, item.warnings)
+            doc["uri"] = uri
+            doc.update(self._stamps)
+            if record_type.repo_scoped:
+                doc["repository"] = {"ref": f"/repositories/{item.repo_id}"}
+            body = orjson.dumps(doc)
+        else:
+            body = self._with_written_fields(item, uri)
         row = dict(self._row_start(record_type))
         row.update(ctx.columns)
-        row["id"], row["repo_id"], row["json"] = item.record_id, item.repo_id, orjson.dumps(doc)
+        row["id"], row["repo_id"], row["json"] = item.record_id, item.repo_id, body
         derived = _Derived(index, item, ctx, row, links)
         self._pending.append(derived)
         self._pending_keys.add((record_type.name, item.record_id))
         return derived
+
+    def _with_written_fields(self, item: NewRecord, uri: str) -> bytes:
+        """A record derived where it was validated, as stored: its JSON (which holds none of
+        them: `preparation.WRITTEN_FIELDS`) followed by what `_derive` adds to another's."""
+        body = item.ready[0]
+        if body is None:  # its refs to the batch's records were pointed at in `doc`
+            body = orjson.dumps(item.doc)
+        repository = b',"repository":{"ref":"/repositories/%d"}' % item.repo_id if item.record_type.repo_scoped else b""
+        return b'%s,"uri":%s,%s%s}' % (body[:-1], orjson.dumps(uri), self._stamps_json, repository)
+
+    @functools.cached_property
+    def _stamps_json(self) -> bytes:
+        """`_stamps` as the members of a JSON object."""
+        return orjson.dumps(self._stamps)[1:-1]
 
     @functools.cached_property
     def _stamps(self) -> dict:

@@ -122,9 +122,12 @@ class AccessionHooks(ArchivalHooks):
         return {**identifier_errors(doc), **instance_errors(doc)}
 
     def derive(self, ctx, doc):
+        ctx.columns.update(self.derive_new(doc)[0])
+
+    def derive_new(self, doc):
         ids = [doc[p] for p in IDENTIFIER_PARTS if doc.get(p)]
         doc["display_string"] = doc.get("title") or "-".join(ids)
-        ctx.columns["identifier"] = _identifier(doc)
+        return {"identifier": _identifier(doc)}, False
 
 
 class ResourceHooks(ArchivalHooks):
@@ -163,18 +166,26 @@ class ArchivalObjectHooks(ArchivalHooks):
         return instance_errors(doc)
 
     def derive(self, ctx, doc):
-        from fonds.records.trees import placement
-
-        if ctx.existing is not None:
-            if doc.get("ref_id") != ctx.existing.ref_id:
-                ctx.stale = True
-            doc["ref_id"] = ctx.existing.ref_id  # immutable once set, as ArchivesSpace
-        elif not doc.get("ref_id"):
-            doc["ref_id"] = new_ref_id()
+        if ctx.existing is None:
+            columns, stale = self.derive_new(doc)
+            ctx.stale = ctx.stale or stale
+            ctx.columns.update(columns)
+            return
+        if doc.get("ref_id") != ctx.existing.ref_id:
             ctx.stale = True
+        doc["ref_id"] = ctx.existing.ref_id  # immutable once set, as ArchivesSpace
+        ctx.columns.update(self._columns(doc))
+
+    def derive_new(self, doc):
+        stale = not doc.get("ref_id")
+        if stale:
+            doc["ref_id"] = new_ref_id()
+        return self._columns(doc), stale
+
+    @staticmethod
+    def _columns(doc: dict) -> dict:
         doc["display_string"] = archival_object_display_string(doc)
-        placement.place(ctx, doc)
-        ctx.columns.update(
+        return dict(
             ref_id=doc["ref_id"],
             component_id=doc.get("component_id"),
             level=doc.get("level"),

@@ -192,11 +192,8 @@ class DigitalObjectComponentHooks(Hooks):
         return {"linked_events": linked_events_sql(dialect, "digital_object_component", row)}
 
     def derive(self, ctx, doc):
-        from fonds.records.trees import placement
-
         doc["display_string"] = component_display_string(doc)
         _derive_representative(doc)
-        placement.place(ctx, doc)
         ctx.columns.update(component_id=doc.get("component_id"), publish=bool(doc.get("publish")), display_string=doc["display_string"])
 
 
