@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from fonds.records.registry import RecordType, Registry
 
 
-@dataclass
+@dataclass(slots=True)
 class WriteContext:
     """What a hook may know and change while one record is written."""
 

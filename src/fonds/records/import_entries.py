@@ -17,7 +17,7 @@ FIELD = "batch_import"
 # The ids of the stand-in URIs a batch's records are known by while they are validated (the n-th
 # record's is this plus n): past any id a database hands out (SQLite's and PostgreSQL's are 64-bit).
 STAND_IN_IDS = 2**63
-# A stand-in id ending a URI in a record's JSON (`pointed_at_created`).
+# A stand-in id ending a string in a record's JSON (`stand_in_count`).
 _STAND_IN_REF = re.compile(rb'/(9223\d{15})"')
 
 # A record validated for the batch: (its clean record, warnings, refs, and, if it was derived
@@ -26,7 +26,7 @@ _STAND_IN_REF = re.compile(rb'/(9223\d{15})"')
 Prepared = tuple[dict, dict, list[tuple[str, str]], tuple | None]
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     index: int
     record_type: RecordType
@@ -94,11 +94,6 @@ def stand_ins(entries: list[Entry], scope: dict[int, int | None]) -> dict[str, s
 
 def stand_in_count(body: bytes) -> int:
     """How many strings of a record's JSON end as a stand-in URI may: as many as its refs to the
-    batch's records, unless its text reads like one (`pointed_at_created` is then not for it)."""
+    batch's records, unless its text reads like one (its stand-ins are then not replaced in its
+    JSON, which only its refs may hold, but in its record)."""
     return len(_STAND_IN_REF.findall(body))
-
-
-def pointed_at_created(body: bytes, ids: dict[int, int]) -> bytes:
-    """A record's JSON whose refs to stand-in URIs (its every string that `stand_in_count`
-    counts) point at the URIs the records get, by {entry index: the id of its record}."""
-    return _STAND_IN_REF.sub(lambda found: b'/%d"' % ids[int(found[1]) - STAND_IN_IDS], body)

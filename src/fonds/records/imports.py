@@ -31,7 +31,6 @@ from fonds.records.import_entries import (
     Prepared,
     parse_entries,
     parse_records,
-    pointed_at_created,
     scopes,
     stand_ins,
     taken_docs,
@@ -173,7 +172,7 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     ids = _reserved(service, entries)
     created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
     real = {temporary[uri]: created_uri for uri, created_uri in created.items()}
-    items = [_new_record(entry, found, scope[entry.index], ids, real) for entry, found in zip(entries, prepared)]
+    items = [_new_record(entry, found, scope[entry.index], ids[entry.index], real) for entry, found in zip(entries, prepared)]
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
     items = creation_order(items, member_at)
@@ -284,29 +283,25 @@ def _validated(
     return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared
 
 
-def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, ids: dict[int, int], real: dict[str, str]) -> NewRecord:
+def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, real: dict[str, str]) -> NewRecord:
     """The record of `entry` to write, its refs to stand-in URIs pointed at the URIs the batch's
-    records get (`real`; `ids`: {entry index: the id of its record})."""
+    records get (`real`), in its refs, its record and its JSON (of a record derived where it was
+    validated, whose record holds only what placing it reads)."""
     doc, warnings, refs, ready = prepared
-    if _point_at_created(doc, refs, real) and ready is not None and ready[0] is not None:
-        ready = (pointed_at_created(ready[0], ids), *ready[1:])
-    return NewRecord(
-        entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=ids[entry.index], refs=refs, ready=ready
-    )
-
-
-def _point_at_created(doc: dict, refs: list[tuple[str, str]], real: dict[str, str]) -> int:
-    """Each ref to a stand-in URI pointed at the record's real URI, in `refs` and in `doc` (a
-    record derived where it was validated keeps there only what placing it reads); how many."""
-    count = 0
+    body = ready[0] if ready is not None else None
     for index, (path, uri) in enumerate(refs):
         found = real.get(uri)
-        if found is not None:
-            refs[index] = (path, found)
-            if path.split("/", 1)[0] in doc:
-                _set_ref(doc, path, found)
-            count += 1
-    return count
+        if found is None:
+            continue
+        refs[index] = (path, found)
+        if path.split("/", 1)[0] in doc:
+            _set_ref(doc, path, found)
+        if body is not None:
+            # Every string of its JSON that is a stand-in URI is a ref (`import_entries.stand_in_count`).
+            body = body.replace(b'"%s"' % uri.encode(), b'"%s"' % found.encode())
+    if body is not None:
+        ready = (body, *ready[1:])
+    return NewRecord(entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=record_id, refs=refs, ready=ready)
 
 
 def _set_ref(doc: dict, path: str, uri: str) -> None:

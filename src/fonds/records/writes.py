@@ -34,7 +34,7 @@ from fonds.storage import records as store
 from fonds.storage.db import writers_take_turns
 
 
-@dataclass
+@dataclass(slots=True)
 class NewRecord:
     """One record of a batch, validated (`RecordService.prepare_doc`)."""
 
@@ -56,7 +56,7 @@ class NewRecord:
     ready: tuple[bytes | None, dict, bool] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Derived:
     index: int
     item: NewRecord
