@@ -53,15 +53,12 @@ _REF = re.compile(rb'"ref":"((?:[^"\\]|\\.)*)"')
 
 
 def refs_replaced(serialised: bytes, mapping: dict[str, str]) -> bytes:
-    """Records serialised by orjson with every temporary URI they refer to replaced by the real
-    one, where known: on the bytes, as walking every value of a million records made the
-    client, not the server, a good part of a bulk load's time."""
-
-    def replace(match: re.Match) -> bytes:
-        uri = mapping.get(orjson.loads(b'"' + match.group(1) + b'"'))
-        return match.group(0) if uri is None else b'"ref":' + orjson.dumps(uri)
-
-    return _REF.sub(replace, serialised)
+    """Records serialised by orjson with every temporary URI of `mapping` they refer to replaced
+    by the real one: on the bytes, as walking every value of a million records made the client,
+    not the server, a good part of a bulk load's time (and each ref is looked up as it is
+    serialised: decoding each cost the client ~3 µs a record)."""
+    replacements = {orjson.dumps(temporary)[1:-1]: b'"ref":' + orjson.dumps(real) for temporary, real in mapping.items()}
+    return _REF.sub(lambda match: replacements.get(match.group(1), match.group(0)), serialised)
 
 
 def saved_uris(body) -> dict[str, str]:
@@ -257,7 +254,8 @@ class Chunks:
 
     async def _import(self, chunk: Chunk, connection: Connection) -> None:
         try:
-            body = refs_replaced(chunk.body, self.loader.mapping) if chunk.refs else chunk.body
+            mapping = self.loader.mapping
+            body = refs_replaced(chunk.body, {uri: mapping[uri] for uri in chunk.refs if uri in mapping}) if chunk.refs else chunk.body
             status, answer = await connection.request("POST", f"{chunk.repo}/batch_imports", body)
             if status != 200:
                 raise LoadError(f"batch_imports answered {status}: {answer[:500].decode(errors='replace')}")
