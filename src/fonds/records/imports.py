@@ -171,7 +171,7 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     temporary = stand_ins(entries, scope)
     ids = _reserved(service, entries)
     created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
-    real = {temporary[uri]: created_uri for uri, created_uri in created.items()}
+    real = {temporary[uri]: _Created(created_uri, temporary[uri]) for uri, created_uri in created.items()}
     items = [_new_record(entry, found, scope[entry.index], ids[entry.index], real) for entry, found in zip(entries, prepared)]
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
@@ -283,7 +283,17 @@ def _validated(
     return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared
 
 
-def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, real: dict[str, str]) -> NewRecord:
+class _Created:
+    """The URI a record of the batch is created at, for its stand-in's: as text, and as the JSON
+    string replacing the stand-in's in a record's JSON (made once, for every ref to it)."""
+
+    __slots__ = ("json", "stand_in_json", "uri")
+
+    def __init__(self, uri: str, stand_in: str):
+        self.uri, self.stand_in_json, self.json = uri, orjson.dumps(stand_in), orjson.dumps(uri)
+
+
+def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, real: dict[str, _Created]) -> NewRecord:
     """The record of `entry` to write, its refs to stand-in URIs pointed at the URIs the batch's
     records get (`real`), in its refs, its record and its JSON (of a record derived where it was
     validated, whose record holds only what placing it reads)."""
@@ -293,12 +303,12 @@ def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id
         found = real.get(uri)
         if found is None:
             continue
-        refs[index] = (path, found)
+        refs[index] = (path, found.uri)
         if path.split("/", 1)[0] in doc:
-            _set_ref(doc, path, found)
+            _set_ref(doc, path, found.uri)
         if body is not None:
             # Every string of its JSON that is a stand-in URI is a ref (`import_entries.stand_in_count`).
-            body = body.replace(b'"%s"' % uri.encode(), b'"%s"' % found.encode())
+            body = body.replace(found.stand_in_json, found.json)
     if body is not None:
         ready = (body, *ready[1:])
     return NewRecord(entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=record_id, refs=refs, ready=ready)
