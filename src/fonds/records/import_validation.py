@@ -353,8 +353,8 @@ def _derived(
     preparer, record_type: RecordType, clean: dict, warnings: dict, refs: list[tuple[str, str]], stand_in_uris: set[str]
 ) -> Prepared:
     """A validated record derived here if its type derives it alone (`Hooks.derive_new`): the
-    server then writes its JSON as it is, once the stand-in ids in it are replaced by the ids
-    the batch's records get (`import_entries.pointed_at_created`). Not a tree node whose root is
+    server then writes its JSON as it is, once the stand-in URIs in it are replaced by the URIs
+    the batch's records get (`imports._new_record`). Not a tree node whose root is
     taken from its parent (placing it changes the record), nor the ones of a type that derives
     in the write."""
     tree = record_type.tree if record_type.is_tree_node else None
