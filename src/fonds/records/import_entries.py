@@ -93,7 +93,7 @@ def stand_ins(entries: list[Entry], scope: dict[int, int | None]) -> dict[str, s
 
 
 def stand_in_count(body: bytes) -> int:
-    """How many strings of a record's JSON end as a stand-in URI may: as many as its refs to the
-    batch's records, unless its text reads like one (its stand-ins are then not replaced in its
-    JSON, which only its refs may hold, but in its record)."""
+    """How many strings of a record's JSON end as a stand-in URI does. Equal to the number of its
+    refs to stand-ins, only those refs hold one, so replacing the stand-ins' JSON strings in its
+    bytes changes nothing else (imports._new_record)."""
     return len(_STAND_IN_REF.findall(body))

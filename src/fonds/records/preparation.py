@@ -12,19 +12,10 @@ from fonds.records.schemas import SchemaSet
 from fonds.records.validation import RecordValidator
 
 MISSING_WARNING = "Property was missing"
+# What a new record's JSON says of its creation, after its `uri` (`writes.Batch._stamps`).
+CREATION_STAMPS = ("lock_version", "created", "modified", "create_time", "system_mtime", "user_mtime", "created_by", "last_modified_by")
 # What the write path gives a new record's JSON (records/writes.py), never what the client sent.
-WRITTEN_FIELDS = (
-    "uri",
-    "lock_version",
-    "created",
-    "modified",
-    "create_time",
-    "system_mtime",
-    "user_mtime",
-    "created_by",
-    "last_modified_by",
-    "repository",
-)
+WRITTEN_FIELDS = ("uri", *CREATION_STAMPS, "repository")
 
 
 class RecordPreparer:

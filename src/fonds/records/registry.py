@@ -286,15 +286,13 @@ def build_registry(types: Iterable[RecordType], *, permission_codes: Iterable[st
 def _hook_problems(record_type: RecordType) -> list[str]:
     """A type that derives a new record alone (`Hooks.derive_new`) may have it derived away from
     its write (a batch import's, where it is validated): nothing else may run on its batch's docs."""
-    from fonds.records.hooks import Hooks
-
-    kind = type(record_type.hooks)
-    if kind.derive_new is Hooks.derive_new:
+    kind, base = type(record_type.hooks), hooks.Hooks
+    if kind.derive_new is base.derive_new:
         return []
     return [
         f"record type '{record_type.name}' derives new records alone (derive_new) but has its own {name}"
         for name in ("prepare_batch", "after_save")
-        if getattr(kind, name) is not getattr(Hooks, name)
+        if getattr(kind, name) is not getattr(base, name)
     ]
 
 

@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from fonds.errors import BadRequest, Invalid, nested_under
 from fonds.records import refs, uniqueness
 from fonds.records.hooks import WriteContext
+from fonds.records.preparation import CREATION_STAMPS
 from fonds.records.registry import RecordType
 from fonds.records.trees import placement
 from fonds.records.types.repositories import GLOBAL_REPO_ID
@@ -230,17 +231,9 @@ class Batch:
     @functools.cached_property
     def _stamps(self) -> dict:
         """What every new record's JSON says of its creation (after its `uri`)."""
-        stamp, username = self.stamp, self.actor.username
-        return dict(
-            lock_version=0,
-            created=stamp,
-            modified=stamp,
-            create_time=stamp,
-            system_mtime=stamp,
-            user_mtime=stamp,
-            created_by=username,
-            last_modified_by=username,
-        )
+        username = self.actor.username
+        others = {"lock_version": 0, "created_by": username, "last_modified_by": username}
+        return {field: others.get(field, self.stamp) for field in CREATION_STAMPS}
 
     def _row_start(self, record_type: RecordType) -> dict:
         """A new row of the type before its record's own values: every column, the creation stamps."""
