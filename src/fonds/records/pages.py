@@ -52,19 +52,17 @@ def page_rows(conn: Connection, record_type: RecordType, table: Table, where: li
     start = locate(blocks, offset)
     if start is None:
         return total, []
-    first_block, skip = start
-    last_block = finish(blocks, offset + size)
-    ids = (
-        select(table.c.id)
-        .where(*where, table.c.id >= first_block * counts.BLOCK, table.c.id < (last_block + 1) * counts.BLOCK)
-        .order_by(table.c.id)
-        .limit(size)
-        .offset(skip)
-        .scalar_subquery()
-    )
+    first_block, skip, _ = start
+    last_block, tail = finish(blocks, offset + size)
+    span = [*where, table.c.id >= first_block * counts.BLOCK, table.c.id < (last_block + 1) * counts.BLOCK]
+    # From the nearer end of the page's blocks (as `quick_page` reads them).
+    if skip <= tail:
+        ids = select(table.c.id).where(*span).order_by(table.c.id).limit(size).offset(skip)
+    else:
+        ids = select(table.c.id).where(*span).order_by(table.c.id.desc()).limit(min(offset + size, total) - offset).offset(tail)
     # The ids from the index first, then only those rows (an OFFSET over full rows would read
     # the JSON of every row it skips).
-    rows = conn.execute(select(table).where(table.c.id.in_(ids)).order_by(table.c.id)).all()
+    rows = conn.execute(select(table).where(table.c.id.in_(ids.scalar_subquery())).order_by(table.c.id)).all()
     return total, rows
 
 
@@ -92,7 +90,7 @@ class QuickPage:
     def params(self, repo_id: int | None, offset: int, size: int) -> tuple:
         repo = (repo_id,) if self.repo_scoped else ()
         blocks = (self.type_name, repo_id or 0)
-        return (*repo, *blocks, offset, offset + size, *blocks, *blocks, *repo, size)
+        return (*repo, *blocks, offset, offset + size, *blocks, *blocks, *repo, size, *repo, offset, offset + size)
 
     def read(self, rows: list[tuple]) -> tuple[int, int, int, list[bytes] | None]:
         """(generation, repository found, total, the answers: None when one needs Python)."""
@@ -122,6 +120,16 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
     # plus the records of the block before the mark. (No `%`: the driver's placeholders.) `+which`:
     # else SQLite builds an index on the two rows of `located` for each lookup, every time (a
     # tenth of the statement's time).
+    # The page is read from the nearer end of its blocks: forwards from the start of its first block,
+    # skipping the records before it there, or backwards from the end of its last block, skipping
+    # those after it (the last page of a listing skips none). `code` of the page's last record (`which`
+    # 1): its block's first id plus the records of the block after it.
+    within = f"code - code / {counts.BLOCK} * {counts.BLOCK}"
+    forwards = f"max(CASE WHEN which = 0 THEN {within} END) <= max(CASE WHEN which = 1 THEN {within} END)"
+    forwards_alone = f"SELECT {forwards} FROM located"
+    lower = f"(SELECT code / {counts.BLOCK} * {counts.BLOCK} FROM located WHERE +which = 0)"
+    upper = f"(SELECT (code / {counts.BLOCK} + 1) * {counts.BLOCK} FROM located WHERE +which = 1)"
+    backwards = "repo_id DESC, id DESC" if record_type.repo_scoped else "id DESC"
     sql = f"""WITH head AS (
   SELECT ({first}) AS generation_now, {found} AS found, (SELECT coalesce(sum(n), 0) FROM ({blocks}) b) AS total
 ), marks AS (
@@ -129,37 +137,49 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
   UNION ALL SELECT 1, CASE WHEN ends < total THEN ends ELSE total END - 1 FROM head, (SELECT CAST(? AS BIGINT) AS ends) page_end
 ), located AS (
   SELECT which, (
-    SELECT bucket * {counts.BLOCK} + mark - (upto - n) FROM (SELECT bucket, n, sum(n) OVER (ORDER BY bucket) AS upto FROM ({blocks}) b) w
+    SELECT bucket * {counts.BLOCK} + CASE WHEN which = 0 THEN mark - (upto - n) ELSE upto - 1 - mark END
+    FROM (SELECT bucket, n, sum(n) OVER (ORDER BY bucket) AS upto FROM ({blocks}) b) w
     WHERE upto > mark{ascending} LIMIT 1
   ) AS code FROM marks, head WHERE mark >= 0 AND mark * 2 < total
   UNION ALL
   SELECT which, (
-    SELECT bucket * {counts.BLOCK} + mark - (total - after) FROM (SELECT bucket, sum(n) OVER (ORDER BY bucket DESC) AS after FROM ({blocks}) b) w
+    SELECT bucket * {counts.BLOCK} + CASE WHEN which = 0 THEN mark - (total - after) ELSE total - 1 - mark - (after - n) END
+    FROM (SELECT bucket, n, sum(n) OVER (ORDER BY bucket DESC) AS after FROM ({blocks}) b) w
     WHERE total - after <= mark{descending} LIMIT 1
   ) AS code FROM marks, head WHERE mark * 2 >= total AND mark < total
 )
 SELECT head.generation_now, head.found, head.total, page.* FROM head LEFT JOIN (
   SELECT {ROW}.id AS page_id, {answer.aliased} FROM "{name}" {ROW} WHERE {ROW}.id IN (
-    SELECT id FROM "{name}" WHERE {scoped}id >= (SELECT code / {counts.BLOCK} * {counts.BLOCK} FROM located WHERE +which = 0)
-    AND id < (SELECT (code / {counts.BLOCK} + 1) * {counts.BLOCK} FROM located WHERE +which = 1)
-    ORDER BY {order} LIMIT ? OFFSET (SELECT coalesce(max(code - code / {counts.BLOCK} * {counts.BLOCK}), 0) FROM located WHERE +which = 0)
+    SELECT id FROM (
+      SELECT id FROM "{name}" WHERE {scoped}id >= {lower} AND id < {upper}
+      ORDER BY {order} LIMIT (SELECT CASE WHEN {forwards} THEN ? ELSE 0 END FROM located)
+      OFFSET (SELECT coalesce(max({within}), 0) FROM located WHERE +which = 0)
+    ) forwards UNION ALL SELECT id FROM (
+      SELECT id FROM "{name}" WHERE {scoped}id >= {lower} AND id < {upper}
+      ORDER BY {backwards} LIMIT (
+        SELECT CASE WHEN ({forwards_alone}) OR start >= total THEN 0 WHEN ends < total THEN ends - start ELSE total - start END
+        FROM head, (SELECT CAST(? AS BIGINT) AS start, CAST(? AS BIGINT) AS ends) page_span
+      ) OFFSET (SELECT coalesce(max({within}), 0) FROM located WHERE +which = 1)
+    ) backwards
   )
 ) page ON 1 = 1 ORDER BY page.page_id"""
     return QuickPage(sql, record_type.repo_scoped, name, answer)
 
 
-def finish(blocks: list, end: int) -> int:
-    """The block holding the record before `end` (the page's end), or the last block."""
-    found = locate(blocks, end - 1)
-    return blocks[-1][0] if found is None else found[0]
+def finish(blocks: list, end: int) -> tuple[int, int]:
+    """The block holding the record before `end` (the page's end), or the last block, and how many
+    of that block's records come after it."""
+    found = locate(blocks, min(end, sum(n for _, n in blocks)) - 1)
+    return found[0], found[2]
 
 
-def locate(blocks: list, offset: int) -> tuple[int, int] | None:
-    """The block holding the record at `offset` and how many of that block's records come before it."""
+def locate(blocks: list, offset: int) -> tuple[int, int, int] | None:
+    """The block holding the record at `offset`, and how many of that block's records come before
+    it and after it."""
     before = 0
     for block, n in blocks:
         if before + n > offset:
-            return block, offset - before
+            return block, offset - before, before + n - 1 - offset
         before += n
     return None
 

@@ -157,6 +157,8 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         Column("repo_id", Integer, primary_key=True, autoincrement=False),
         Column("bucket", Integer, primary_key=True, autoincrement=False),
         Column("n", Integer, nullable=False),
+        # Clustered on its key: a listing sums its blocks' counts in key order, read from one b-tree.
+        sqlite_with_rowid=False,
     )
     # How many nodes each sibling list holds per band of 2**18 physical positions, kept by
     # triggers on the node tables (fonds.storage.siblings): a node's logical position without
