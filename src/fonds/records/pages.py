@@ -117,13 +117,13 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
     # The page's first record (`mark` 0) and its last one (or the listing's last), each located in
     # its block by a running sum from the nearer end of the list, so that the first and the last
     # pages read a block or two, not every block of the repository. `code`: the block's first id
-    # plus the records of the block before the mark. (No `%`: the driver's placeholders.) `+which`:
-    # else SQLite builds an index on the two rows of `located` for each lookup, every time (a
-    # tenth of the statement's time).
-    # The page is read from the nearer end of its blocks: forwards from the start of its first block,
-    # skipping the records before it there, or backwards from the end of its last block, skipping
-    # those after it (the last page of a listing skips none). `code` of the page's last record (`which`
-    # 1): its block's first id plus the records of the block after it.
+    # plus, for the first record, the records of the block before it and, for the last, those after
+    # it. The page's ids are then read from the nearer end of its blocks: forwards from the start
+    # of its first block, skipping the records before it there, or backwards from the end of its
+    # last block, skipping those after it (the last page of a listing skips none); the other
+    # direction reads nothing (LIMIT 0). (No `%`: the driver's placeholders.) `+which`: else SQLite
+    # builds an index on the two rows of `located` for each lookup, every time (a tenth of the
+    # statement's time).
     within = f"code - code / {counts.BLOCK} * {counts.BLOCK}"
     forwards = f"max(CASE WHEN which = 0 THEN {within} END) <= max(CASE WHEN which = 1 THEN {within} END)"
     forwards_alone = f"SELECT {forwards} FROM located"
