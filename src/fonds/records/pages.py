@@ -53,7 +53,7 @@ def page_rows(conn: Connection, record_type: RecordType, table: Table, where: li
     if start is None:
         return total, []
     first_block, skip, _ = start
-    last_block, tail = finish(blocks, offset + size)
+    last_block, _, tail = locate(blocks, min(offset + size, total) - 1)
     span = [*where, table.c.id >= first_block * counts.BLOCK, table.c.id < (last_block + 1) * counts.BLOCK]
     # From the nearer end of the page's blocks (as `quick_page` reads them).
     if skip <= tail:
@@ -164,13 +164,6 @@ SELECT head.generation_now, head.found, head.total, page.* FROM head LEFT JOIN (
   )
 ) page ON 1 = 1 ORDER BY page.page_id"""
     return QuickPage(sql, record_type.repo_scoped, name, answer)
-
-
-def finish(blocks: list, end: int) -> tuple[int, int]:
-    """The block holding the record before `end` (the page's end), or the last block, and how many
-    of that block's records come after it."""
-    found = locate(blocks, min(end, sum(n for _, n in blocks)) - 1)
-    return found[0], found[2]
 
 
 def locate(blocks: list, offset: int) -> tuple[int, int, int] | None:
