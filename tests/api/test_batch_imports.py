@@ -10,6 +10,8 @@ import uuid
 import pytest
 
 from tests.factories import make_user
+from tests.records.helpers import make_resource
+from tests.records.tree_helpers import add_children, titles_in_order
 from tests.test_cli import run_cli
 
 
@@ -77,6 +79,45 @@ def test_a_batch_is_created_in_dependency_order_and_maps_its_uris(api, repo):
     assert item["resource"]["ref"] == uri[f"/repositories/{repo}/resources/import_r"]
     resource = api.get(uri[f"/repositories/{repo}/resources/import_r"], params={"resolve[]": "subjects"}).json()
     assert resource["subjects"][0]["_resolved"]["title"] == "Imported topic"
+
+
+def test_components_interleaved_over_several_sibling_lists_are_each_appended_in_batch_order(api, repo):
+    resource = make_resource(api, repo, id_0="INTERLEAVED")
+    add_children(api, resource, ["Existing"])
+    [existing] = api.get(f"{resource}/tree/root").json()["precomputed_waypoints"][""]["0"]
+    add_children(api, existing["uri"], ["Old 1", "Old 2"])
+    base = f"/repositories/{repo}/archival_objects"
+
+    def component(name: str, parent: str | None) -> dict:
+        record = {"jsonmodel_type": "archival_object", "uri": f"{base}/import_{name}", "title": name, "level": "file"}
+        record["resource"] = {"ref": resource}
+        if parent is not None:
+            record["parent"] = {"ref": parent if parent.startswith("/") else f"{base}/import_{parent}"}
+        return record
+
+    records = [component("S1", None), component("S2", None)]
+    records += [component(name, name[0].replace("a", "S1").replace("b", "S2")) for name in ("a1", "b1", "a2", "b2", "a3")]
+    records += [component(name, existing["uri"]) for name in ("c1", "c2")]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    uri = {key.rsplit("_", 1)[1]: value[0] for key, value in response.json()[-1]["saved"].items()}
+
+    assert titles_in_order(api, resource) == ["Existing", "S1", "S2"]
+    assert titles_in_order(api, resource, uri["S1"]) == ["a1", "a2", "a3"]
+    assert titles_in_order(api, resource, uri["S2"]) == ["b1", "b2"]
+    assert titles_in_order(api, resource, existing["uri"]) == ["Old 1", "Old 2", "c1", "c2"]
+    # Each took a slot of its own: one moved between two of them stays there.
+    moved = api.post(f"{uri['b2']}/parent", params={"parent": uri["S1"].rsplit("/", 1)[1], "position": 2})
+    assert moved.status_code == 200, moved.text
+    assert titles_in_order(api, resource, uri["S1"]) == ["a1", "a2", "b2", "a3"]
+
+    # A child of another resource's series, named with this resource: refused, nothing kept.
+    other = make_resource(api, repo, "Other", id_0="OTHER")
+    stray = component("stray", uri["S1"]) | {"resource": {"ref": other}}
+    refused = api.post(f"/repositories/{repo}/batch_imports", json=[component("fine", uri["S1"]), stray])
+    assert refused.status_code == 400, refused.text
+    assert "Parent must belong to the same resource" in json.dumps(refused.json())
+    assert titles_in_order(api, resource, uri["S1"]) == ["a1", "a2", "b2", "a3"]
 
 
 def test_one_bad_record_leaves_nothing_behind(api, repo):

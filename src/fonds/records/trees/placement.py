@@ -33,6 +33,8 @@ def siblings_of(spec, table, root_id, parent_id) -> Siblings:
 def place(ctx, doc: dict) -> None:
     """Set the tree columns of the node being written (`ctx.columns`); on update, move it."""
     spec = ctx.record_type.tree
+    if ctx.existing is None and ctx.batch is not None and _appended_in_batch(ctx, spec, doc):
+        return
     conn, table = ctx.conn, ctx.tables[spec.node]
     root_id, parent_id = _ref_id(ctx.registry, doc.get(spec.root_field)), _ref_id(ctx.registry, doc.get("parent"))
     if parent_id is not None:
@@ -72,6 +74,31 @@ def place(ctx, doc: dict) -> None:
         _move_descendants(ctx, spec, doc, root_id)
     elif old.parent_id != parent_id:
         log_below(conn, ctx.registry, spec, [ctx.record_id], ctx.now)
+
+
+def _appended_in_batch(ctx, spec, doc: dict) -> bool:
+    """Place a new node of a batch that goes at the end of a sibling list the batch has been at
+    already, from what the batch remembers alone: its parent's root and the list's last slot (its
+    owner then locked). What `place` does for it, without the lookups and objects that find those
+    out (most nodes of a bulk load are placed so). False: `place` places it."""
+    if doc.get("position") is not None:
+        return False
+    memo = ctx.batch.memo
+    root_id, parent_id = _ref_id(ctx.registry, doc.get(spec.root_field)), _ref_id(ctx.registry, doc.get("parent"))
+    if parent_id is not None and root_id is None:
+        return False  # its root is taken from its parent
+    # A list is remembered under its root and parent once `place` has been at it or read its end,
+    # the parent's root checked: a parent of another tree, or the node itself, finds none.
+    key = ("slot", ctx.tables[spec.node].name, root_id, parent_id)
+    last = memo.get(key)
+    position = positions.following(last) if isinstance(last, int) else None
+    if position is None:
+        return False
+    doc.pop("position", None)
+    memo[key] = position
+    ctx.columns.update({spec.root_column: root_id, "parent_id": parent_id, "position": position})
+    _remember_new_node(ctx, spec, root_id)
+    return True
 
 
 def prepare_new_nodes(batch, spec, docs: list[dict]) -> None:
