@@ -123,7 +123,7 @@ def insert_values(
 # driver lets go of the interpreter while SQLite stores a statement's rows and takes it back for
 # the next, and with one row a statement a writer waited for the interpreter after each row while
 # another thread ran Python (up to its 5 ms switch interval; two threads, one spinning: 4,200 µs
-# a row, against 38 with 256 rows a statement and 6-7 alone). A bulk load with 4 clients reading
+# a row, against 38 with 250 rows a statement and 6-7 alone). A bulk load with 4 clients reading
 # meanwhile: 4,638/4,674 records/s with one row a statement, 6,933/7,039 with 256 (alone: the
 # same). Statements of 2^k rows only, so a table has few shapes to prepare (and cache).
 SQLITE_ROWS_PER_INSERT = 256
