@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from fonds.app import create_app
 from fonds.cli import cli
 from tests.factories import Api
-from tests.search.helpers import accession, hits
+from tests.search.helpers import accession, hits, wait_for_index_writer
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -137,6 +137,7 @@ def test_a_backlog_larger_than_the_index_is_caught_up_by_rebuilding_it(api, repo
     from fonds.search import indexer
 
     monkeypatch.setattr(indexer, "REBUILD_BACKLOG_MINIMUM", 20)
+    wait_for_index_writer(api.get)
     before = api.get("/search/status").json()["generation"]
     loaded = _load_subjects(api, repo, "topic", 30)
     assert set(hits(api, "/search/subjects", q="loaded", page_size=50)) == loaded
@@ -178,6 +179,9 @@ def test_a_rebuild_that_waited_for_imports_scans_again_only_when_more_changed_th
     monkeypatch.setattr(indexer.DocumentBuilder, "build", counted_build)
     monkeypatch.setattr(indexer.IndexerThread, "_wait_for_imports", load_once_ten_subjects_are_scanned)
     caplog.set_level(logging.INFO, logger="fonds.search")
+    # The load must be a backlog for the index: the indexer's first build, had it not ended
+    # yet, would scan the subjects itself.
+    wait_for_index_writer(api.get)
     first = _load_subjects(api, repo, "first", 30)
     assert sorted(hits(api, "/search/subjects", q="loaded", page_size=100)) == sorted(first | later)  # each once
     # Every change committed so far applied (the search waits for them), none indexed twice.

@@ -72,6 +72,7 @@ def test_a_search_past_the_wait_says_the_index_is_behind(stalled_index, api, rep
 def test_a_batch_import_is_found_by_the_next_search(api, repo):
     """The indexer leaves a stream of imports a quiet period (longer than this search may wait)
     before it indexes them; a search waiting for them does not wait for it."""
+    wait_for_index_writer(api.get)  # this search's short wait is for the imports, not the first build
     base = f"/repositories/{repo}"
     records = [
         {"jsonmodel_type": "accession", "title": f"Imported ledger{n}", "id_0": f"IMP-{n}", "uri": f"{base}/accessions/import_{n}"}
