@@ -133,3 +133,20 @@ def test_a_large_batch_counts_its_blocks_at_once_and_later_writes_count_again(ap
     assert every_page(api, path, 5) == (13, ids)
     assert api.delete(f"{path}/{ids[0]}").status_code == 200
     assert every_page(api, path, 5) == (12, ids[1:])
+
+
+def test_records_moved_to_another_repository_by_sql_are_counted_there(api, repo):
+    """The counts follow any write, a hand-made one included: records whose repository an
+    UPDATE changes leave their old repository's total and blocks for the new one's."""
+    other = api.create_repository("OTHER")
+    mine = add(api, ACCESSIONS.format(repo=repo), 9)
+    theirs = add(api, ACCESSIONS.format(repo=other), 2)
+    moved = mine[2:7]
+    db = api.client.app.state.fonds.db
+    table = db.tables["accession"]
+    with db.write() as conn:
+        conn.execute(table.update().where(table.c.id.in_(moved)).values(repo_id=other))
+    kept = [i for i in mine if i not in moved]
+    for size in (1, 2, 4, 250):
+        assert every_page(api, ACCESSIONS.format(repo=repo), size) == (len(kept), kept)
+        assert every_page(api, ACCESSIONS.format(repo=other), size) == (7, sorted(theirs + moved))

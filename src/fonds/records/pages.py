@@ -1,8 +1,8 @@
 """Listing pages and all_ids at a cost that does not grow with the table.
 
-The total and the start of page N come from the block counts the triggers keep
-(`fonds.storage.counts`): the blocks of one type and repository are summed in id order until the
-running sum passes the page's offset; the page is then read from the (repo_id, id) index from the
+The total and the start of page N come from the counts the triggers keep (`fonds.storage.counts`):
+the total from its own row, and the blocks of one type and repository are summed in id order until
+the running sum passes the page's offset; the page is then read from the (repo_id, id) index from the
 start of that block, skipping fewer than 1024 entries, and no further than the end of the block
 where the page ends (or the last block): a page that runs out of the repository's records (the
 last one) must not scan on through the records of the repositories after it. Only the page's
@@ -45,7 +45,7 @@ def page_rows(conn: Connection, record_type: RecordType, table: Table, where: li
         rows = conn.execute(select(table).where(*where).order_by(table.c.id).limit(size).offset(offset)).all()
         return total, rows
     blocks = conn.execute(
-        text("SELECT bucket, n FROM record_bucket WHERE record_type = :t AND repo_id = :r AND n > 0 ORDER BY bucket"),
+        text("SELECT bucket, n FROM record_bucket WHERE record_type = :t AND repo_id = :r AND bucket >= 0 AND n > 0 ORDER BY bucket"),
         {"t": record_type.name, "r": repo_id or 0},
     ).all()
     total = sum(n for _, n in blocks)
@@ -109,7 +109,8 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
     # In the order of the (repo_id, id) index, so that a plan made for any repository reads it.
     order = "repo_id, id" if record_type.repo_scoped else "id"
     found = "(SELECT count(*) FROM repository WHERE id = ?)" if record_type.repo_scoped else "1"
-    blocks = "SELECT bucket, n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND n > 0"
+    blocks = "SELECT bucket, n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND bucket >= 0 AND n > 0"
+    total = f"SELECT n FROM record_bucket WHERE record_type = ? AND repo_id = ? AND bucket = {counts.TOTAL}"
     # The window's rows come in its own order on both databases; PostgreSQL's planner knows it
     # and stops at the LIMIT, but SQLite sorts the window's output again for an ORDER BY, all of
     # it, before the LIMIT: there the order is left to the window.
@@ -131,7 +132,7 @@ def quick_page(record_type: RecordType, dialect: str, registry: Registry, first:
     upper = f"(SELECT (code / {counts.BLOCK} + 1) * {counts.BLOCK} FROM located WHERE +which = 1)"
     backwards = "repo_id DESC, id DESC" if record_type.repo_scoped else "id DESC"
     sql = f"""WITH head AS (
-  SELECT ({first}) AS generation_now, {found} AS found, (SELECT coalesce(sum(n), 0) FROM ({blocks}) b) AS total
+  SELECT ({first}) AS generation_now, {found} AS found, coalesce(({total}), 0) AS total
 ), marks AS (
   SELECT 0 AS which, CAST(? AS BIGINT) AS mark
   UNION ALL SELECT 1, CASE WHEN ends < total THEN ends ELSE total END - 1 FROM head, (SELECT CAST(? AS BIGINT) AS ends) page_end

@@ -1,8 +1,11 @@
 """Record counts per (type, repository, block of 1024 ids), kept by triggers on every record table.
 
-A listing's total is the sum of a few hundred block counts at a million records, and page N
-starts in the block where the running sum passes (N-1) x size, at an offset below 1024 within
-it: no COUNT(*) over the table and no OFFSET deep into it (`fonds.records.pages`).
+Page N of a listing starts in the block where the running sum passes (N-1) x size, at an offset
+below 1024 within it: no COUNT(*) over the table and no OFFSET deep into it
+(`fonds.records.pages`). The listing's total has a row of its own (block TOTAL), kept by the same
+triggers: summing the blocks for it read every block of the repository for every page (a
+thousand at a million records: 75 µs a page on SQLite), where the first and last pages
+otherwise read a block or two.
 
 Triggers, not code in the write paths: every insert and delete, whichever path makes it (single
 writes, batch imports, cascades, bulk SQL), changes the counts in its own transaction. They are
@@ -26,28 +29,51 @@ from fonds.storage.triggers import has_trigger
 
 # Blocks of 1024 ids: a page skips at most 1023 index entries within its block (on PostgreSQL
 # each may cost a heap visit while the visibility map is not yet set after a bulk load), and a
-# million records make about a thousand block rows for a listing to sum.
+# million records make about a thousand block rows for a page deep in a listing to walk.
 BLOCK = 1024
-VERSION = 2
+# The block number of a (type, repository)'s total: ids are positive, blocks from 0.
+TOTAL = -1
+VERSION = 3
 # Serialises installation when several workers start at once.
 INSTALL_LOCK_KEY = 7_420_016
 # SQLite: inserts of at least this many rows count their blocks once (`insert_counted`).
 BULK_ROWS = 256
 
+
+def _sqlite_trigger(head: str, *steps: str) -> str:
+    return head + " BEGIN\n" + "".join(f"  {step}\n" for step in steps) + "END"
+
+
+def _sqlite_add(row: str, bucket: str) -> str:
+    """Count the record `row` (NEW) in `bucket` (its block or the total)."""
+    return (
+        f"INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES ('{{table}}', COALESCE({row}.repo_id, 0), {bucket}, 1)"
+        " ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + 1;"
+    )
+
+
+def _sqlite_remove(row: str, bucket: str) -> str:
+    """Count the record `row` (OLD) out of `bucket`."""
+    return f"UPDATE record_bucket SET n = n - 1 WHERE record_type = '{{table}}' AND repo_id = COALESCE({row}.repo_id, 0) AND bucket = {bucket};"
+
+
+# Templates of `str.format` (name, table, block, total): each row's block and its total.
 _SQLITE = [
-    """CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" BEGIN
-  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES ('{table}', COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
-  ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + 1;
-END""",
-    """CREATE TRIGGER "{name}_del" AFTER DELETE ON "{table}" BEGIN
-  UPDATE record_bucket SET n = n - 1 WHERE record_type = '{table}' AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
-END""",
-    """CREATE TRIGGER "{name}_move" AFTER UPDATE OF repo_id ON "{table}"
-WHEN OLD.repo_id IS NOT NEW.repo_id BEGIN
-  UPDATE record_bucket SET n = n - 1 WHERE record_type = '{table}' AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
-  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES ('{table}', COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
-  ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + 1;
-END""",
+    _sqlite_trigger(
+        'CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}"', _sqlite_add("NEW", "NEW.id / {block}"), _sqlite_add("NEW", "{total}")
+    ),
+    _sqlite_trigger(
+        'CREATE TRIGGER "{name}_del" AFTER DELETE ON "{table}"',
+        _sqlite_remove("OLD", "OLD.id / {block}"),
+        _sqlite_remove("OLD", "{total}"),
+    ),
+    _sqlite_trigger(
+        'CREATE TRIGGER "{name}_move" AFTER UPDATE OF repo_id ON "{table}"\nWHEN OLD.repo_id IS NOT NEW.repo_id',
+        _sqlite_remove("OLD", "OLD.id / {block}"),
+        _sqlite_remove("OLD", "{total}"),
+        _sqlite_add("NEW", "NEW.id / {block}"),
+        _sqlite_add("NEW", "{total}"),
+    ),
 ]
 
 _PG_FUNCTIONS = """
@@ -55,7 +81,9 @@ CREATE OR REPLACE FUNCTION fonds_count_added() RETURNS trigger LANGUAGE plpgsql 
 BEGIN
   PERFORM pg_advisory_xact_lock({lock});
   INSERT INTO record_bucket (record_type, repo_id, bucket, n)
-  SELECT TG_ARGV[0], COALESCE(repo_id, 0), id / {block}, count(*) FROM added GROUP BY 2, 3 ORDER BY 2, 3
+  SELECT TG_ARGV[0], COALESCE(repo_id, 0), id / {block}, count(*) FROM added GROUP BY 2, 3
+  UNION ALL SELECT TG_ARGV[0], COALESCE(repo_id, 0), {total}, count(*) FROM added GROUP BY 2
+  ORDER BY 2, 3
   ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = record_bucket.n + EXCLUDED.n;
   RETURN NULL;
 END $$;
@@ -63,7 +91,10 @@ CREATE OR REPLACE FUNCTION fonds_count_removed() RETURNS trigger LANGUAGE plpgsq
 BEGIN
   PERFORM pg_advisory_xact_lock({lock});
   UPDATE record_bucket b SET n = b.n - gone.n
-  FROM (SELECT COALESCE(repo_id, 0) AS repo_id, id / {block} AS bucket, count(*) AS n FROM removed GROUP BY 1, 2) gone
+  FROM (
+    SELECT COALESCE(repo_id, 0) AS repo_id, id / {block} AS bucket, count(*) AS n FROM removed GROUP BY 1, 2
+    UNION ALL SELECT COALESCE(repo_id, 0), {total}, count(*) FROM removed GROUP BY 1
+  ) gone
   WHERE b.record_type = TG_ARGV[0] AND b.repo_id = gone.repo_id AND b.bucket = gone.bucket;
   RETURN NULL;
 END $$;
@@ -71,8 +102,9 @@ CREATE OR REPLACE FUNCTION fonds_count_moved() RETURNS trigger LANGUAGE plpgsql 
 BEGIN
   PERFORM pg_advisory_xact_lock({lock});
   UPDATE record_bucket SET n = n - 1
-  WHERE record_type = TG_ARGV[0] AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket = OLD.id / {block};
-  INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES (TG_ARGV[0], COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
+  WHERE record_type = TG_ARGV[0] AND repo_id = COALESCE(OLD.repo_id, 0) AND bucket IN (OLD.id / {block}, {total});
+  INSERT INTO record_bucket (record_type, repo_id, bucket, n)
+  VALUES (TG_ARGV[0], COALESCE(NEW.repo_id, 0), {total}, 1), (TG_ARGV[0], COALESCE(NEW.repo_id, 0), NEW.id / {block}, 1)
   ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = record_bucket.n + 1;
   RETURN NULL;
 END $$;
@@ -101,7 +133,7 @@ def install(db: Database, tables: list[str]) -> None:
         if not missing:
             return
         if db.kind == "postgresql":
-            conn.exec_driver_sql(_PG_FUNCTIONS.format(lock=APPEND_LOCK_KEY, block=BLOCK))
+            conn.exec_driver_sql(_PG_FUNCTIONS.format(lock=APPEND_LOCK_KEY, block=BLOCK, total=TOTAL))
         for table in missing:
             _install_one(conn, table)
 
@@ -115,11 +147,12 @@ def _install_one(conn: Connection, table: str) -> None:
     for old in _old_triggers(conn, table):
         conn.exec_driver_sql(f'DROP TRIGGER IF EXISTS "{old}"' + (f' ON "{table}"' if postgres else ""))
     for template in _PG if postgres else _SQLITE:
-        conn.exec_driver_sql(template.format(name=trigger_name(table), table=table, block=BLOCK))
+        conn.exec_driver_sql(template.format(name=trigger_name(table), table=table, block=BLOCK, total=TOTAL))
     conn.exec_driver_sql(f"DELETE FROM record_bucket WHERE record_type = '{table}'")
     conn.exec_driver_sql(
         f"INSERT INTO record_bucket (record_type, repo_id, bucket, n) "
-        f"SELECT '{table}', COALESCE(repo_id, 0), id / {BLOCK}, count(*) FROM \"{table}\" GROUP BY 2, 3"
+        f"SELECT '{table}', COALESCE(repo_id, 0), id / {BLOCK}, count(*) FROM \"{table}\" GROUP BY 2, 3 "
+        f"UNION ALL SELECT '{table}', COALESCE(repo_id, 0), {TOTAL}, count(*) FROM \"{table}\" GROUP BY 2"
     )
 
 
@@ -155,6 +188,8 @@ def insert_counted(conn: Connection, table: Table, rows: list[dict], insert: Cal
     for row in rows:
         block = (row.get("repo_id") or 0, row["id"] // BLOCK)
         blocks[block] = blocks.get(block, 0) + 1
+    for (repo_id, _), n in list(blocks.items()):
+        blocks[repo_id, TOTAL] = blocks.get((repo_id, TOTAL), 0) + n
     with conn.begin_nested():
         conn.exec_driver_sql(f'DROP TRIGGER "{name}"')
         if bands is not None:
