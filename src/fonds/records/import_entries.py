@@ -1,11 +1,12 @@
 """A batch import's body read as entries: each record's type and temporary URI, checked before
-anything is validated or written, and the stand-in URIs refs to the batch's records point at
-while they are validated. Shared by the server and the process that validates large imports
+anything is validated or written, the stand-in URIs refs to the batch's records point at
+while they are validated, and the order they are created in. Shared by the server and the process that validates large imports
 (records/import_validation.py), which may read a body on the server's behalf."""
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
 
 import orjson
@@ -97,3 +98,30 @@ def stand_in_count(body: bytes) -> int:
     refs to stand-ins, only those refs hold one, so replacing the stand-ins' JSON strings in its
     bytes changes nothing else (imports._new_record)."""
     return len(_STAND_IN_REF.findall(body))
+
+
+def creation_order(refs: list[list[tuple[str, str]]], member_at: dict[str, int]) -> list[int]:
+    """The records' places in an order where each comes after the records of the batch it refers
+    to, otherwise in the order given (Kahn's algorithm, stable). `refs`: each record's (path, URI);
+    `member_at`: {URI a record of the batch is known by: its place}."""
+    waiting_on = {}
+    for index, found in enumerate(refs):
+        waiting_on[index] = {member_at[uri] for _, uri in found if uri in member_at and member_at[uri] != index}
+    dependants: dict[int, list[int]] = {}
+    for index, needs in waiting_on.items():
+        for need in needs:
+            dependants.setdefault(need, []).append(index)
+    # A deque: popping the front of a list of a million ready records moves the rest each time.
+    ready = deque(index for index, needs in waiting_on.items() if not needs)
+    order: list[int] = []
+    while ready:
+        index = ready.popleft()
+        order.append(index)
+        for dependant in dependants.get(index, ()):
+            waiting_on[dependant].discard(index)
+            if not waiting_on[dependant]:
+                ready.append(dependant)
+    if len(order) < len(refs):
+        stuck = sorted(set(waiting_on) - set(order))
+        raise Invalid({FIELD: [f"Records {stuck[:10]} refer to each other in a cycle: none can be created first"]})
+    return order

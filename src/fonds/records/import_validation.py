@@ -37,6 +37,7 @@ import orjson
 from fonds.errors import BadRequest, Invalid
 from fonds.records.import_entries import (
     Prepared,
+    creation_order,
     parse_entries,
     parse_records,
     scopes,
@@ -104,9 +105,10 @@ class ImportValidation:
         self._release(pool, broken=results is None)
         return results
 
-    def read_and_validate(self, body: bytes, repo_id: int, lists) -> tuple[list[tuple], list[Prepared]] | None:
+    def read_and_validate(self, body: bytes, repo_id: int, lists) -> tuple[list[tuple], list[Prepared], list[int]] | None:
         """A batch import's body read (`import_entries`) and its records validated in the process,
-        in one task: each record's (type name, temporary URI) and its `Prepared`.
+        in one task: each record's (type name, temporary URI), its `Prepared`, and the records'
+        `creation_order`.
         None: read it in the server (a small body or one past BODY_BYTES, one that is not a
         well-formed batch, whose error the server words, or the process not ready, or gone). A
         record `prepare_doc` refuses is `Refused`, with its place in the batch."""
@@ -128,7 +130,9 @@ class ImportValidation:
         if "read_here" in answer:
             return None
         _raise_refused(answer, 0)
-        return answer["entries"], answer["records"]
+        if "cycle" in answer:
+            raise Invalid(answer["cycle"])
+        return answer["entries"], answer["records"], answer["order"]
 
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
@@ -308,30 +312,43 @@ def _pickled(answer: dict) -> bytes:
     return out.getvalue()
 
 
+def _collect_leftovers() -> None:
+    """What an exception's traceback left in cycles, in the task before (the rest is frozen, or
+    freed as its answer was sent), collected as a task starts: before it reads its records, as a
+    collection walks every object still held (after reading 2,000 records: 1.9 ms, before: 0.03)."""
+    gc.collect()
+
+
 def _validate(registry_source: str, names: list[str], payload: bytes, created: dict[str, str], lists, strict: bool) -> bytes:
+    _collect_leftovers()
     return _pickled(_validated(registry_source, strict, lists, names, orjson.loads(payload), created))
 
 
 def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool) -> bytes:
     """`ImportValidation.read_and_validate` in the process: `_validated`'s answer, with each
     record's (type name, temporary URI) as `entries`; or `read_here`."""
+    _collect_leftovers()
     registry, _ = _preparer(registry_source, strict)
     try:
         entries = parse_entries(registry, parse_records(body))
     except BadRequest:  # the server words it, reading the body itself
         return _pickled({"read_here": True})
     names, docs = taken_docs(entries)
-    answer = _validated(registry_source, strict, lists, names, docs, stand_ins(entries, scopes(entries, repo_id)))
+    temporary = stand_ins(entries, scopes(entries, repo_id))
+    answer = _validated(registry_source, strict, lists, names, docs, temporary)
     answer["entries"] = [(entry.record_type.name, entry.temporary_uri) for entry in entries]
+    if "records" in answer:
+        # Here rather than in the server, which holds the interpreter for the write of the import before.
+        try:
+            member_at = {temporary[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
+            answer["order"] = creation_order([found[2] for found in answer["records"]], member_at)
+        except Invalid as error:
+            answer["cycle"] = error.error
     return _pickled(answer)
 
 
 def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str]) -> dict:
     """Each record's `Prepared` as `records`, or the first one refused as `invalid`."""
-    # What an exception's traceback left in cycles, in the task before (the rest is frozen, or
-    # freed as its answer was sent): collected now, not once this task's answer is made (each
-    # collection walks every object still held).
-    gc.collect()
     registry, preparer = _preparer(registry_source, strict)
     preparer.validator.value_lists.snapshot = lists
     stand_in_uris = set(created.values())

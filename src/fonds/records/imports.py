@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from fonds.records.import_entries import (
     FIELD,
     Entry,
     Prepared,
+    creation_order,
     parse_entries,
     parse_records,
     scopes,
@@ -50,33 +50,6 @@ class Imported:
     saved: dict[str, list]
     types: set[str]
     count: int
-
-
-def creation_order(items: list[NewRecord], member_at: dict[str, int]) -> list[NewRecord]:
-    """Dependencies first, otherwise in the order given (Kahn's algorithm, stable). `member_at`:
-    {URI a record of the batch is created at, for its temporary one: its place in `items`};
-    each item's refs are known."""
-    waiting_on = {}
-    for index, item in enumerate(items):
-        waiting_on[index] = {member_at[uri] for _, uri in item.refs if uri in member_at and member_at[uri] != index}
-    dependants: dict[int, list[int]] = {}
-    for index, needs in waiting_on.items():
-        for need in needs:
-            dependants.setdefault(need, []).append(index)
-    # A deque: popping the front of a list of a million ready records moves the rest each time.
-    ready = deque(index for index, needs in waiting_on.items() if not needs)
-    order: list[int] = []
-    while ready:
-        index = ready.popleft()
-        order.append(index)
-        for dependant in dependants.get(index, ()):
-            waiting_on[dependant].discard(index)
-            if not waiting_on[dependant]:
-                ready.append(dependant)
-    if len(order) < len(items):
-        stuck = sorted(set(waiting_on) - set(order))
-        raise Invalid({FIELD: [f"Records {stuck[:10]} refer to each other in a cycle: none can be created first"]})
-    return [items[i] for i in order]
 
 
 class BulkImports:
@@ -166,16 +139,16 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     lists = service.value_lists.refresh()
     # Validated before their ids are reserved (which waits for the write before, on SQLite):
     # refs to the batch's records point at a stand-in URI meanwhile, then at their real one.
-    entries, prepared = _validated(service, records, repo_id, lists, may_create, progress=_step(progress, "validated"))
+    entries, prepared, order = _validated(service, records, repo_id, lists, may_create, progress=_step(progress, "validated"))
     scope = scopes(entries, repo_id)
     temporary = stand_ins(entries, scope)
+    if order is None:  # refs point at the stand-ins still: the same order as with the URIs they stand for
+        order = creation_order([found[2] for found in prepared], {temporary[e.temporary_uri]: e.index for e in entries if e.temporary_uri})
     ids = _reserved(service, entries)
     created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
-    real = {temporary[uri]: _Created(created_uri, temporary[uri]) for uri, created_uri in created.items()}
-    items = [_new_record(entry, found, scope[entry.index], ids[entry.index], real) for entry, found in zip(entries, prepared)]
+    real = _RealUris({temporary[uri]: created_uri for uri, created_uri in created.items()})
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
-    member_at = {created[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
-    items = creation_order(items, member_at)
+    items = [_new_record(entries[i], prepared[i], scope[i], ids[i], real) for i in order]
     # Before the write transaction too (on SQLite it holds the one write lock): only what needs the database is left to it.
     planned = plan_refs(service, items)
     with service.db.write() as conn, bulk_page_cache(conn):
@@ -197,9 +170,9 @@ def _check_permissions(entries: list[Entry], may_create: Callable[[RecordType], 
             raise Denied()
 
 
-def _read_and_validated_elsewhere(service, body: bytes, repo_id: int, lists, may_create) -> tuple[list[Entry], list] | None:
-    """The entries and each record's (clean record, warnings, refs) of a large import's body, read
-    and validated by the process validating imports: the server never parses its records. None:
+def _read_and_validated_elsewhere(service, body: bytes, repo_id: int, lists, may_create) -> tuple[list[Entry], list, list[int]] | None:
+    """The entries, each record's `Prepared` and the records' `creation_order` of a large import's
+    body, read and validated by the process validating imports: the server never parses its records. None:
     read it here (a small body, one that is not a well-formed batch, the process not ready or
     gone, or an actor who may not create every type: a 403 then comes before any 400, as here)."""
     registry = service.registry
@@ -211,8 +184,8 @@ def _read_and_validated_elsewhere(service, body: bytes, repo_id: int, lists, may
         raise nested_under(refused.error, f"{FIELD}/{refused.index}") from None
     if found is None:
         return None
-    kinds, prepared = found
-    return [Entry(index, registry[name], uri, None) for index, (name, uri) in enumerate(kinds)], prepared
+    kinds, prepared, order = found
+    return [Entry(index, registry[name], uri, None) for index, (name, uri) in enumerate(kinds)], prepared, order
 
 
 class Disposal:
@@ -261,11 +234,12 @@ def _step(progress: Callable[[str, int], None] | None, step: str) -> Callable[[i
 
 def _validated(
     service, records, repo_id: int, lists, may_create, *, progress: Callable[[int], None] | None
-) -> tuple[list[Entry], list[Prepared]]:
+) -> tuple[list[Entry], list[Prepared], list[int] | None]:
     """The import's entries and each record's `Prepared`, in the order given,
     validated as a new record of its type against `lists` (the caller refreshed them), its refs
-    to the batch's records pointing at their stand-ins (`import_entries.stand_ins`). A large
-    body is read and validated by the process that validates imports (records/import_validation.py);
+    to the batch's records pointing at their stand-ins (`import_entries.stand_ins`); and their
+    `creation_order` if it was worked out with them. A large body is read and validated, and
+    its records ordered, by the process that validates imports (records/import_validation.py);
     else the records are read here, and validated there (in chunks) or here."""
     if isinstance(records, bytes):
         found = _read_and_validated_elsewhere(service, records, repo_id, lists, may_create)
@@ -280,7 +254,7 @@ def _validated(
         prepared = service.import_validation.validate(names, docs, stand_in_uris, lists, progress)
     except Refused as refused:
         raise nested_under(refused.error, f"{FIELD}/{entries[refused.index].index}") from None
-    return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared
+    return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared, None
 
 
 class _Created:
@@ -293,14 +267,30 @@ class _Created:
         self.uri, self.stand_in_json, self.json = uri, orjson.dumps(stand_in), orjson.dumps(uri)
 
 
-def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, real: dict[str, _Created]) -> NewRecord:
+class _RealUris(dict):
+    """{stand-in URI: its `_Created`}, each made the first time a ref to it is met: most records
+    of a batch (the leaves of its trees) are referred to by none of the others."""
+
+    def __init__(self, uris: dict[str, str]):
+        super().__init__()
+        self.uris = uris
+
+    def __missing__(self, stand_in: str) -> _Created | None:
+        uri = self.uris.get(stand_in)
+        if uri is None:
+            return None
+        found = self[stand_in] = _Created(uri, stand_in)
+        return found
+
+
+def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, real: _RealUris) -> NewRecord:
     """The record of `entry` to write, its refs to stand-in URIs pointed at the URIs the batch's
     records get (`real`), in its refs, its record and its JSON (of a record derived where it was
     validated, whose record holds only what placing it reads)."""
     doc, warnings, refs, ready = prepared
     body = ready[0] if ready is not None else None
     for index, (path, uri) in enumerate(refs):
-        found = real.get(uri)
+        found = real[uri]
         if found is None:
             continue
         refs[index] = (path, found.uri)
