@@ -9,6 +9,8 @@ from contextlib import ExitStack
 import psycopg
 import pytest
 
+from fonds.storage.db import BULK_CACHE_KIB, BULK_IDLE_SECONDS
+
 PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
 
 
@@ -46,3 +48,54 @@ def test_connections_the_server_closed_are_replaced_before_use(app, api, repo):
         assert updated.status_code == 200, updated.text
         assert api.get(record["uri"]).json()["title"] == f"Changed {n}"
         assert set(backend_pids(db, 3)).isdisjoint(pids)
+
+
+def sqlite_db(app):
+    db = app.state.fonds.db
+    if db.kind != "sqlite":
+        pytest.skip("SQLite: bulk writes have a connection of their own")
+    return db
+
+
+def test_bulk_writes_share_one_connection_with_a_large_cache_until_it_is_idle(app):
+    db = sqlite_db(app)
+    db.close_idle_bulk(idle_seconds=0)
+    with db.bulk_write() as conn:
+        first = conn.connection.dbapi_connection
+        assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -BULK_CACHE_KIB
+    with db.bulk_write() as conn:
+        assert conn.connection.dbapi_connection is first
+    assert not db.close_idle_bulk(idle_seconds=60)  # just used
+    assert db.bulk_connection_open
+    assert db.close_idle_bulk(idle_seconds=0)
+    assert not db.bulk_connection_open
+    with db.bulk_write() as conn:
+        assert conn.connection.dbapi_connection is not first
+
+
+def test_a_failed_bulk_write_is_rolled_back_and_its_connection_let_go(app):
+    db = sqlite_db(app)
+    with db.bulk_write() as conn:
+        before = conn.exec_driver_sql("SELECT count(*) FROM change_log").scalar()
+    with pytest.raises(RuntimeError), db.bulk_write() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO change_log (record_type, record_id, uri, op, at) VALUES ('x', 1, '/x/1', 'created', '2026-01-01')"
+        )
+        raise RuntimeError("refused midway")
+    assert not db.bulk_connection_open
+    with db.bulk_write() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM change_log").scalar() == before
+
+
+def test_the_bulk_connection_is_closed_once_imports_stop(app, api, repo):
+    db = sqlite_db(app)
+    records = [
+        {"jsonmodel_type": "subject", "uri": f"/subjects/import_{n}", "title": f"T{n}", "source": "local", "terms": []} for n in range(3)
+    ]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    assert db.bulk_connection_open
+    deadline = time.monotonic() + BULK_IDLE_SECONDS + 5
+    while db.bulk_connection_open:
+        assert time.monotonic() < deadline, "the bulk connection stayed open after the imports stopped"
+        time.sleep(0.05)

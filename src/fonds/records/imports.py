@@ -40,7 +40,7 @@ from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs
 from fonds.records.writes import Batch, NewRecord, plan_refs
 from fonds.storage import records as store
-from fonds.storage.db import bulk_page_cache
+from fonds.storage.db import BULK_IDLE_SECONDS
 
 
 @dataclass
@@ -128,9 +128,20 @@ def import_batch(
     The write lock is held only for the write, and for the short transaction reserving the
     records' ids once they are validated: validation goes on while other writes do (another
     import's included)."""
-    with BULK_IMPORTS.one():
-        # Its records are let go as `_import` returns, before the collector is back on.
-        return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
+    try:
+        with BULK_IMPORTS.one():
+            # Its records are let go as `_import` returns, before the collector is back on.
+            return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
+    finally:
+        _close_bulk_connection_when_idle(service.db)
+
+
+def _close_bulk_connection_when_idle(db) -> None:
+    """Close the database's bulk connection once imports stop (`Database.close_idle_bulk`): its
+    cache and statements (tens of MB) are not kept past a bulk load. The last import's timer does it."""
+    timer = threading.Timer(BULK_IDLE_SECONDS + 0.1, db.close_idle_bulk)
+    timer.daemon = True
+    timer.start()
 
 
 def _import(service, records, *, repo_id: int, actor, may_create, progress) -> Imported:
@@ -151,7 +162,7 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     items = [_new_record(entries[i], prepared[i], scope[i], ids[i], real) for i in order]
     # Before the write transaction too (on SQLite it holds the one write lock): only what needs the database is left to it.
     planned = plan_refs(service, items)
-    with service.db.write() as conn, bulk_page_cache(conn):
+    with service.db.bulk_write() as conn:
         if value_lists.generation(conn) != lists.generation:
             _validated_again(service, conn, items)
         written: list = []
@@ -222,7 +233,7 @@ def _reserved(service, entries: list[Entry]) -> dict[int, int]:
     for entry in entries:
         by_type.setdefault(entry.record_type.name, []).append(entry)
     ids: dict[int, int] = {}
-    with service.db.write() as conn:
+    with service.db.bulk_write() as conn:
         for name, members in by_type.items():
             ids.update(zip((e.index for e in members), store.reserve_ids(conn, conn.info["fonds_tables"][name], len(members))))
     return ids

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -107,21 +108,10 @@ def _closed_by_server(dbapi_connection) -> bool:
 
 # A bulk write's page cache (a connection's is SQLITE_CACHE_KIB): a transaction whose changed
 # pages outgrow the cache writes them out and reads them back as it goes, which about doubled the
-# time a large insert took. Only for the transaction's length: the connection is closed after it.
+# time a large insert took.
 BULK_CACHE_KIB = 64 * 1024
-
-
-@contextmanager
-def bulk_page_cache(conn: Connection) -> Iterator[None]:
-    """SQLite: a larger page cache for `conn` while a bulk write runs in it, and the connection
-    closed afterwards (`leave_pool`); PostgreSQL: nothing."""
-    if conn.dialect.name != "sqlite":
-        yield
-        return
-    conn.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
-    # Not shrunk back: the connection is closed once released, its cache with it.
-    leave_pool(conn)
-    yield
+# A bulk load is a stream of imports a few ms apart; past this its connection is closed.
+BULK_IDLE_SECONDS = 2.0
 
 
 def writers_take_turns(conn: Connection) -> bool:
@@ -154,7 +144,11 @@ class Database:
         self.kind = backend_name(self.url)
         if self.kind == "sqlite":
             self.engine = create_engine(
-                self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, pool_use_lifo=True, hide_parameters=True
+                self.url,
+                pool_size=REQUEST_THREADS,
+                max_overflow=REQUEST_THREADS,
+                pool_use_lifo=True,
+                hide_parameters=True,
             )
             _configure_sqlite(self.engine)
         else:
@@ -170,6 +164,8 @@ class Database:
         # hide_parameters: a logged database error must not carry a password hash or token hash.
         # SQLite has one writer: queue writers of this process here instead of on the file lock.
         self._write_lock = threading.Lock() if self.kind == "sqlite" else None
+        self._bulk: Connection | None = None  # SQLite: `bulk_write`'s connection, under the write lock
+        self._bulk_used = float("-inf")
         self.tables = metadata.tables
         self._open_read = threading.local()
         # Called after every committed write (the search indexer wakes up to apply the change).
@@ -192,6 +188,62 @@ class Database:
         with self._write_lock, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
             _start(conn, self.tables)
             yield conn
+
+    @contextmanager
+    def bulk_write(self) -> Iterator[Connection]:
+        """A write transaction for bulk work (a batch import: reserving its ids, then writing it).
+        SQLite: on a connection of its own, kept between bulk writes and closed once none has run
+        for BULK_IDLE_SECONDS (`close_idle_bulk`), with a page cache of BULK_CACHE_KIB. Opened for
+        each, a connection prepared every statement again (a 256-row INSERT is a large one: 7 % of
+        a batch import's work in the server) and read back every page it touched. Not pooled: a
+        bulk connection holds the largest prepared statements and its cache (tens of MB), which
+        go when it is closed. PostgreSQL: `write`."""
+        if self._write_lock is None:
+            with self.write() as conn:
+                yield conn
+            return
+        with self._write_lock:
+            conn = self._bulk or self._open_bulk()
+            try:
+                with conn.begin():
+                    _start(conn, self.tables)
+                    yield conn
+            except BaseException:
+                # Whatever state a failed transaction left it in goes with it.
+                self._close_bulk()
+                raise
+            finally:
+                self._bulk_used = time.monotonic()
+        for listener in self.after_write:
+            listener()
+
+    def _open_bulk(self) -> Connection:
+        conn = self.engine.connect().execution_options(fonds_write=True)
+        conn.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+        conn.commit()  # the PRAGMA's autobegun transaction: each bulk write begins its own
+        leave_pool(conn)  # its prepared statements and cache go when it is closed
+        self._bulk = conn
+        return conn
+
+    def _close_bulk(self) -> None:
+        conn, self._bulk = self._bulk, None
+        if conn is not None:
+            conn.close()
+
+    @property
+    def bulk_connection_open(self) -> bool:
+        return self._bulk is not None
+
+    def close_idle_bulk(self, idle_seconds: float = BULK_IDLE_SECONDS) -> bool:
+        """Close the bulk connection if no bulk write has used it for `idle_seconds` (waiting for
+        the write that runs, if any); True if it was closed."""
+        if self._write_lock is None:
+            return False
+        with self._write_lock:
+            if self._bulk is None or time.monotonic() - self._bulk_used < idle_seconds:
+                return False
+            self._close_bulk()
+            return True
 
     @contextmanager
     def write_if_free(self) -> Iterator[Connection | None]:
@@ -233,4 +285,7 @@ class Database:
             return str(conn.dialect.server_version_info and ".".join(map(str, conn.dialect.server_version_info)))
 
     def dispose(self) -> None:
+        if self._write_lock is not None:
+            with self._write_lock:
+                self._close_bulk()
         self.engine.dispose()
