@@ -333,3 +333,15 @@ def test_single_creates_keep_their_answers(api, repo):
     assert again.status_code == 400 and again.json()["error"] == {"id_0": ["That ID is already in use"]}
     after = api.post(f"/repositories/{repo}/accessions", json={"jsonmodel_type": "accession", "title": "Three", "id_0": "BW-S3"})
     assert after.json()["id"] > body["id"]
+
+
+def test_the_collector_is_back_on_once_an_import_is_answered_and_its_records_freed(api, repo):
+    """Off while imports run (`BulkImports`), on again after the last, once the disposal thread
+    has freed its records: never left off."""
+    gc.enable()
+    response = import_records(api, repo, big_archive(repo))
+    assert response.status_code == 200, response.text
+    deadline = time.monotonic() + 30
+    while not gc.isenabled():
+        assert time.monotonic() < deadline, "the cyclic garbage collector stayed off after the import"
+        time.sleep(0.01)

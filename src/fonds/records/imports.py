@@ -69,13 +69,16 @@ class BulkImports:
     def __init__(self):
         self.changed = threading.Condition()
         self.running, self.collector_was_enabled = 0, False
+        # The collector is to be turned back on once the last imports' records are freed.
+        self.enable_pending = False
         self.finished_at = float("-inf")
 
     @contextmanager
     def one(self) -> Iterator[None]:
         with self.changed:
             if self.running == 0:
-                self.collector_was_enabled = gc.isenabled()
+                self.collector_was_enabled = gc.isenabled() or self.enable_pending
+                self.enable_pending = False
                 gc.disable()
             self.running += 1
         try:
@@ -86,8 +89,18 @@ class BulkImports:
                 self.finished_at = time.monotonic()
                 if self.running == 0:
                     if self.collector_was_enabled:
-                        gc.enable()
+                        # Not at once: its first collection would walk the records of the imports
+                        # still being freed (DISPOSAL), a pause of milliseconds after each import
+                        # of a client sending them one at a time.
+                        self.enable_pending = True
+                        DISPOSAL.then(self._enable_collector)
                     self.changed.notify_all()
+
+    def _enable_collector(self) -> None:
+        with self.changed:
+            if self.enable_pending and self.running == 0:
+                self.enable_pending = False
+                gc.enable()
 
     def analysis_may_start(self) -> bool:
         """Wait until the imports stop (as the indexer does), or ANALYSIS_WAIT_SECONDS: a load
@@ -218,10 +231,21 @@ class Disposal:
                 self.thread.start()
         self.queue.put(garbage)
 
+    def then(self, action: Callable[[], None]) -> None:
+        """Run `action` on the disposal thread once what was given to `free` before is freed."""
+        self.free(_After(action))
+
     def _run(self) -> None:
         while True:
             garbage = self.queue.get()
+            if garbage.__class__ is _After:
+                garbage.action()
             del garbage
+
+
+@dataclass(slots=True)
+class _After:
+    action: Callable[[], None]
 
 
 DISPOSAL = Disposal()

@@ -192,12 +192,13 @@ class Database:
     @contextmanager
     def bulk_write(self) -> Iterator[Connection]:
         """A write transaction for bulk work (a batch import: reserving its ids, then writing it).
-        SQLite: on a connection of its own, kept between bulk writes and closed once none has run
-        for BULK_IDLE_SECONDS (`close_idle_bulk`), with a page cache of BULK_CACHE_KIB. Opened for
-        each, a connection prepared every statement again (a 256-row INSERT is a large one: 7 % of
-        a batch import's work in the server) and read back every page it touched. Not pooled: a
-        bulk connection holds the largest prepared statements and its cache (tens of MB), which
-        go when it is closed. PostgreSQL: `write`."""
+        SQLite: on a connection of its own, with a page cache of up to BULK_CACHE_KIB, kept between
+        bulk writes for its prepared statements and closed once none has run for BULK_IDLE_SECONDS
+        (`close_idle_bulk`). Opened for each, a connection prepared every statement again (a
+        256-row INSERT is a large one: about 6 % of a batch import's work in the server). Its
+        pages are let go after each write, as closing it did: kept, the next import was no faster
+        in alternated loads here, and they would stay in RSS between imports. Not pooled: its
+        statements are the largest, and go when it is closed. PostgreSQL: `write`."""
         if self._write_lock is None:
             with self.write() as conn:
                 yield conn
@@ -214,6 +215,9 @@ class Database:
                 raise
             finally:
                 self._bulk_used = time.monotonic()
+            if self._bulk is not None:
+                conn.exec_driver_sql("PRAGMA shrink_memory")  # its pages, not its statements
+                conn.commit()
         for listener in self.after_write:
             listener()
 
