@@ -216,15 +216,14 @@ class Database:
             finally:
                 self._bulk_used = time.monotonic()
             if self._bulk is not None:
-                conn.exec_driver_sql("PRAGMA shrink_memory")  # its pages, not its statements
-                conn.commit()
+                # Its pages, not its statements; on the driver's connection, outside any transaction.
+                conn.connection.dbapi_connection.execute("PRAGMA shrink_memory")
         for listener in self.after_write:
             listener()
 
     def _open_bulk(self) -> Connection:
         conn = self.engine.connect().execution_options(fonds_write=True)
-        conn.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
-        conn.commit()  # the PRAGMA's autobegun transaction: each bulk write begins its own
+        conn.connection.dbapi_connection.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
         leave_pool(conn)  # its prepared statements and cache go when it is closed
         self._bulk = conn
         return conn
