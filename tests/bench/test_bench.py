@@ -12,8 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from bench import load
-from bench.generate import Archive, plan
+from bench import import_cost, load
+from bench.generate import BIG_TREE_SHARE, Archive, plan
 from bench.load import Loader, load_archive, refs_replaced, rewrite, saved_uris
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,3 +232,11 @@ def test_the_change_against_the_previous_run_shows_the_ratio_and_a_change_of_cli
     ratio = {name: before["scenarios"][name]["ratio_to_ceiling"]["throughput"] for name in ("get_one", "create")}
     assert lines["get_one"].endswith(f"of the ceiling {ratio['get_one']:.3f} -> 0.500 (client wrk -> python: not comparable)")
     assert lines["create"].endswith(f"of the ceiling {ratio['create']:.3f} -> {ratio['create']:.3f}")
+
+
+def test_import_cost_imports_the_whole_archive_through_the_validating_task_and_the_server_import():
+    # Its figures are the CPU of each part: only that both parts ran over every record is checked.
+    figures = import_cost.run(records=300, seed=3, count=None)
+    archive = Archive(3, 2, plan(300, agents=True, big_tree=int(300 * BIG_TREE_SHARE)), global_prefix="c_")
+    assert figures["records"] == sum(len(unit) for unit in archive.units())
+    assert figures["server_us_per_record"] > 0 and figures["validator_us_per_record"] > 0
