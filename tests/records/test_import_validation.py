@@ -123,6 +123,17 @@ def test_the_process_refuses_records_nested_too_deep_or_holding_nul_as_the_serve
     assert api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json() == []
 
 
+def test_text_that_reads_like_an_escaped_nul_is_not_one(api, repo, validation, reading):
+    # A backslash before "u0000" (in JSON, "C:\\u0000 drive"): the body holds the bytes of a NUL's escape,
+    # so the process looks at every string, and finds none holding a NUL.
+    records = accessions(repo, "E", 3)
+    records[1]["title"] = "C:\\u0000 drive"
+    response = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    uri = response.json()[-1]["saved"][f"/repositories/{repo}/accessions/import_E1"][0]
+    assert api.get(uri).json()["title"] == "C:\\u0000 drive"
+
+
 @pytest.mark.parametrize("settings_overrides", [{"strict_validation": True}])
 def test_the_process_checks_values_against_the_lists_the_import_read(api, repo, validation):
     # Strict: a value outside an editable list is refused, not a warning.

@@ -321,7 +321,7 @@ def _collect_leftovers() -> None:
 
 def _validate(registry_source: str, names: list[str], payload: bytes, created: dict[str, str], lists, strict: bool) -> bytes:
     _collect_leftovers()
-    return _pickled(_validated(registry_source, strict, lists, names, orjson.loads(payload), created))
+    return _pickled(_validated(registry_source, strict, lists, names, orjson.loads(payload), created, payload))
 
 
 def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool) -> bytes:
@@ -335,7 +335,7 @@ def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, s
         return _pickled({"read_here": True})
     names, docs = taken_docs(entries)
     temporary = stand_ins(entries, scopes(entries, repo_id))
-    answer = _validated(registry_source, strict, lists, names, docs, temporary)
+    answer = _validated(registry_source, strict, lists, names, docs, temporary, body)
     answer["entries"] = [(entry.record_type.name, entry.temporary_uri) for entry in entries]
     if "records" in answer:
         # Here rather than in the server, which holds the interpreter for the write of the import before.
@@ -347,13 +347,14 @@ def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, s
     return _pickled(answer)
 
 
-def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str]) -> dict:
-    """Each record's `Prepared` as `records`, or the first one refused as `invalid`."""
+def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str], json: bytes) -> dict:
+    """Each record's `Prepared` as `records`, or the first one refused as `invalid` (`json`: what
+    `docs` were read from)."""
     registry, preparer = _preparer(registry_source, strict)
     preparer.validator.value_lists.snapshot = lists
     stand_in_uris = set(created.values())
     schemas, out = preparer.schemas, []
-    sound = structures_are_sound(docs)
+    sound = structures_are_sound(docs, json=json)
     for index, (name, doc) in enumerate(zip(names, docs)):
         record_type = registry[name]
         try:
