@@ -169,10 +169,11 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     if order is None:  # refs point at the stand-ins still: the same order as with the URIs they stand for
         order = creation_order([found[2] for found in prepared], {temporary[e.temporary_uri]: e.index for e in entries if e.temporary_uri})
     ids = _reserved(service, entries)
-    created = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}
+    uris = [e.record_type.uri(ids[e.index], scope[e.index]) for e in entries]
+    created = {e.temporary_uri: uris[e.index] for e in entries if e.temporary_uri}
     real = _RealUris({temporary[uri]: created_uri for uri, created_uri in created.items()})
     # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
-    items = [_new_record(entries[i], prepared[i], scope[i], ids[i], real) for i in order]
+    items = [_new_record(entries[i], prepared[i], scope[i], ids[i], uris[i], real) for i in order]
     # Before the write transaction too (on SQLite it holds the one write lock): only what needs the database is left to it.
     planned = plan_refs(service, items)
     with service.db.bulk_write() as conn:
@@ -318,14 +319,14 @@ class _RealUris(dict):
         return found
 
 
-def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, real: _RealUris) -> NewRecord:
-    """The record of `entry` to write, its refs to stand-in URIs pointed at the URIs the batch's
-    records get (`real`), in its refs, its record and its JSON (of a record derived where it was
-    validated, whose record holds only what placing it reads)."""
+def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, uri: str, real: _RealUris) -> NewRecord:
+    """The record of `entry` to write (created at `uri`), its refs to stand-in URIs pointed at the
+    URIs the batch's records get (`real`), in its refs, its record and its JSON (of a record
+    derived where it was validated, whose record holds only what placing it reads)."""
     doc, warnings, refs, ready = prepared
     body = ready[0] if ready is not None else None
-    for index, (path, uri) in enumerate(refs):
-        found = real[uri]
+    for index, (path, target) in enumerate(refs):
+        found = real[target]
         if found is None:
             continue
         refs[index] = (path, found.uri)
@@ -336,7 +337,9 @@ def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id
             body = body.replace(found.stand_in_json, found.json)
     if body is not None:
         ready = (body, *ready[1:])
-    return NewRecord(entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=record_id, refs=refs, ready=ready)
+    return NewRecord(
+        entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=record_id, refs=refs, ready=ready, uri=uri
+    )
 
 
 def _set_ref(doc: dict, path: str, uri: str) -> None:

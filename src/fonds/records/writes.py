@@ -51,6 +51,8 @@ class NewRecord:
     fixed: bool = False
     # Its refs as `find_refs` gives them, when the caller found them already.
     refs: list[tuple[str, str]] | None = None
+    # Its URI, when the caller made it already (with `record_id`).
+    uri: str | None = None
     # A record derived where it was validated (`Hooks.derive_new`, records/import_validation.py):
     # (its JSON but what the write adds, or None: `doc` holds it all; its columns; stale). `doc`
     # then holds what placing a tree node reads (its root, parent and position refs) or nothing.
@@ -116,7 +118,7 @@ class Batch:
         if not repository_checked:
             self._check_repositories(items)
         self._allocate_missing(items)
-        uris = [item.record_type.uri(item.record_id, item.repo_id) for item in items]
+        uris = [item.uri or item.record_type.uri(item.record_id, item.repo_id) for item in items]
         planned = planned_refs or plan_refs(self.service, items)
         self.members.update(planned.pending)
         links, errors = refs.check_planned(self.conn, planned)
