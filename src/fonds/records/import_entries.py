@@ -104,24 +104,35 @@ def creation_order(refs: list[list[tuple[str, str]]], member_at: dict[str, int])
     """The records' places in an order where each comes after the records of the batch it refers
     to, otherwise in the order given (Kahn's algorithm, stable). `refs`: each record's (path, URI);
     `member_at`: {URI a record of the batch is known by: its place}."""
-    waiting_on = {}
-    for index, found in enumerate(refs):
-        waiting_on[index] = {member_at[uri] for _, uri in found if uri in member_at and member_at[uri] != index}
+    # How many records of the batch each waits for, and who waits for each: a count a record, not
+    # a set (most wait for none, or for one: their parent).
+    waiting = [0] * len(refs)
     dependants: dict[int, list[int]] = {}
-    for index, needs in waiting_on.items():
-        for need in needs:
-            dependants.setdefault(need, []).append(index)
+    for index, found in enumerate(refs):
+        needs: list[int] | None = None
+        for _, uri in found:
+            need = member_at.get(uri)
+            if need is None or need == index:
+                continue
+            if needs is None:
+                needs = [need]
+            elif need not in needs:
+                needs.append(need)
+        if needs:
+            waiting[index] = len(needs)
+            for need in needs:
+                dependants.setdefault(need, []).append(index)
     # A deque: popping the front of a list of a million ready records moves the rest each time.
-    ready = deque(index for index, needs in waiting_on.items() if not needs)
+    ready = deque(index for index, count in enumerate(waiting) if not count)
     order: list[int] = []
     while ready:
         index = ready.popleft()
         order.append(index)
         for dependant in dependants.get(index, ()):
-            waiting_on[dependant].discard(index)
-            if not waiting_on[dependant]:
+            waiting[dependant] -= 1
+            if not waiting[dependant]:
                 ready.append(dependant)
     if len(order) < len(refs):
-        stuck = sorted(set(waiting_on) - set(order))
+        stuck = sorted(set(range(len(refs))) - set(order))
         raise Invalid({FIELD: [f"Records {stuck[:10]} refer to each other in a cycle: none can be created first"]})
     return order
