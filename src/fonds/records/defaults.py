@@ -22,6 +22,10 @@ from fonds.records.schemas import SchemaSet
 class Defaults:
     def __init__(self, schemas: SchemaSet):
         self.schemas = schemas
+        # Worked out once: by (type name, skipped), by type name, and by object schema id.
+        self.created_values: dict[tuple, list] = {}
+        self.read_only: dict[str, list] = {}
+        self.plans: dict[int, tuple] = {}
 
     def fill(self, name: str, doc: dict, *, skip=()) -> dict:
         """Fill the defaults of a client's record of type `name` (and of its subrecords) in place."""
@@ -49,7 +53,7 @@ class Defaults:
     def _created_values(self, name: str, skip) -> list[tuple[str, object, object]]:
         """What a new record of type `name` gets of `keep_service_values`, worked out once per
         type and `skip`: (key, default, a function making a fresh copy of it or None)."""
-        known = self.__dict__.setdefault("created_values", {})
+        known = self.created_values
         key = (name, tuple(skip))
         if key not in known:
             values = [_fill(field, definition) for field, definition in self._read_only(name) if field not in skip]
@@ -59,7 +63,7 @@ class Defaults:
 
     def _read_only(self, name: str) -> list[tuple[str, dict]]:
         """The read-only properties of a record type, in schema order (worked out once)."""
-        known = self.__dict__.setdefault("read_only", {})
+        known = self.read_only
         if name not in known:
             known[name] = [(key, d) for key, d in self.schemas[name]["properties"].items() if d.get("readOnly")]
         return known[name]
@@ -92,7 +96,7 @@ class Defaults:
         default, or `[]`; `fresh` makes a new copy of a list or object default for each record),
         in schema order, and those whose present value may hold subrecords to fill (an array's by
         its items: `each`)."""
-        plans = self.__dict__.setdefault("plans", {})
+        plans = self.plans
         found = plans.get(id(schema))
         if found is None:
             fills, descents = [], []

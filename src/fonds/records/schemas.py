@@ -67,6 +67,8 @@ class SchemaSet:
         # Without `$schema`: a `$ref`'d subschema declaring it would be validated with jsonschema's
         # stock draft 2020-12 class, silently skipping x-enum/x-ref in nested subrecords.
         self.schemas = {name: {k: v for k, v in copy.deepcopy(s).items() if k != "$schema"} for name, s in schemas.items()}
+        # The properties of each object schema that can hold a ref, by the schema's id (`validation.find_refs`).
+        self.ref_properties: dict[int, list] = {}
         schemas = self.schemas
         for name in record_types:
             props = schemas[name].setdefault("properties", {})

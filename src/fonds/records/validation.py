@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
@@ -98,6 +99,8 @@ class Normaliser:
     URI each ref to one of its keys is given instead (a batch import's temporary URIs)."""
 
     schemas: SchemaSet
+    # `_kept` of each object schema met, by its id.
+    kept: dict[int, dict[str, dict | None]] = dataclass_field(default_factory=dict, init=False, repr=False)
 
     def record(self, schema: dict, doc: dict, replace_refs: dict[str, str] | None = None) -> tuple[dict, FieldErrors]:
         warnings: FieldErrors = {}
@@ -147,7 +150,7 @@ class Normaliser:
     def _kept(self, schema: dict) -> dict[str, dict | None]:
         """An object schema's properties: each one's definition, or None for a read-only one
         (dropped without a warning). Worked out once per schema."""
-        known = self.__dict__.setdefault("kept", {})
+        known = self.kept
         found = known.get(id(schema))
         if found is None:
             found = known[id(schema)] = {
@@ -446,7 +449,7 @@ def _ref_properties(schemas: SchemaSet, schema: dict) -> list[tuple[str, dict]]:
     """The properties of an object schema whose values can hold a ref at any depth (dates, extents
     and notes cannot: `find_refs` skips them), in schema order. Worked out once per schema over
     the whole schema graph: a record's walk visits only these, not every property it declares."""
-    known = schemas.__dict__.setdefault("ref_properties", {})
+    known = schemas.ref_properties
     if id(schema) not in known:
         known[id(schema)] = [
             (key, definition)
