@@ -133,32 +133,9 @@ def test_one_bad_record_leaves_nothing_behind(api, repo):
 
 def test_records_referring_to_each_other_in_a_cycle_are_refused_by_their_places(api, repo):
     base = f"/repositories/{repo}"
-    records = [
-        {"jsonmodel_type": "subject", "uri": "/subjects/import_s", "title": "Fine", "source": "local", "terms": []},
-        {
-            "jsonmodel_type": "archival_object",
-            "uri": f"{base}/archival_objects/import_a",
-            "title": "A",
-            "level": "file",
-            "resource": {"ref": f"{base}/resources/import_r"},
-            "parent": {"ref": f"{base}/archival_objects/import_b"},
-        },
-        {
-            "jsonmodel_type": "resource",
-            "uri": f"{base}/resources/import_r",
-            "title": "R",
-            "id_0": f"C-{uuid.uuid4().hex[:8]}",
-            "level": "collection",
-        },
-        {
-            "jsonmodel_type": "archival_object",
-            "uri": f"{base}/archival_objects/import_b",
-            "title": "B",
-            "level": "file",
-            "resource": {"ref": f"{base}/resources/import_r"},
-            "parent": {"ref": f"{base}/archival_objects/import_a"},
-        },
-    ]
+    item, series, resource, subject = archive(repo)
+    series["parent"] = {"ref": item["uri"]}  # the item's parent is the series
+    records = [subject, item, resource, series]
     before = (count(api, f"{base}/resources"), count(api, "/subjects"))
     response = api.post(f"{base}/batch_imports", json=records)
     assert response.status_code == 400, response.text

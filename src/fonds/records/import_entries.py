@@ -1,7 +1,8 @@
 """A batch import's body read as entries: each record's type and temporary URI, checked before
 anything is validated or written, the stand-in URIs refs to the batch's records point at
-while they are validated, and the order they are created in. Shared by the server and the process that validates large imports
-(records/import_validation.py), which may read a body on the server's behalf."""
+while they are validated, and the order they are created in. Shared by the server and the
+process that validates large imports (records/import_validation.py), which may read a body on
+the server's behalf."""
 
 from __future__ import annotations
 
@@ -100,10 +101,13 @@ def stand_in_count(body: bytes) -> int:
     return len(_STAND_IN_REF.findall(body))
 
 
-def creation_order(refs: list[list[tuple[str, str]]], member_at: dict[str, int]) -> list[int]:
-    """The records' places in an order where each comes after the records of the batch it refers
-    to, otherwise in the order given (Kahn's algorithm, stable). `refs`: each record's (path, URI);
-    `member_at`: {URI a record of the batch is known by: its place}."""
+def creation_order(entries: list[Entry], prepared: list[Prepared], stand_in: dict[str, str]) -> list[int]:
+    """The entries' places in an order where each record comes after the records of the batch it
+    refers to, otherwise in the order given (Kahn's algorithm, stable), from their validated
+    records' refs, which point at the batch's records by their stand-ins (`stand_ins`): the same
+    order as by the URIs they stand for."""
+    member_at = {stand_in[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
+    refs = [found[2] for found in prepared]
     # How many records of the batch each waits for, and who waits for each: a count a record, not
     # a set (most wait for none, or for one: their parent).
     waiting = [0] * len(refs)

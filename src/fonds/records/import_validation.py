@@ -340,8 +340,7 @@ def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, s
     if "records" in answer:
         # Here rather than in the server, which holds the interpreter for the write of the import before.
         try:
-            member_at = {temporary[e.temporary_uri]: e.index for e in entries if e.temporary_uri}
-            answer["order"] = creation_order([found[2] for found in answer["records"]], member_at)
+            answer["order"] = creation_order(entries, answer["records"], temporary)
         except Invalid as error:
             answer["cycle"] = error.error
     return _pickled(answer)

@@ -166,13 +166,12 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     entries, prepared, order = _validated(service, records, repo_id, lists, may_create, progress=_step(progress, "validated"))
     scope = scopes(entries, repo_id)
     temporary = stand_ins(entries, scope)
-    if order is None:  # refs point at the stand-ins still: the same order as with the URIs they stand for
-        order = creation_order([found[2] for found in prepared], {temporary[e.temporary_uri]: e.index for e in entries if e.temporary_uri})
+    if order is None:
+        order = creation_order(entries, prepared, temporary)
     ids = _reserved(service, entries)
     uris = [e.record_type.uri(ids[e.index], scope[e.index]) for e in entries]
     created = {e.temporary_uri: uris[e.index] for e in entries if e.temporary_uri}
     real = _RealUris({temporary[uri]: created_uri for uri, created_uri in created.items()})
-    # Items are in the entries' order: a record created for a temporary URI sits at its entry's index.
     items = [_new_record(entries[i], prepared[i], scope[i], ids[i], uris[i], real) for i in order]
     # Before the write transaction too (on SQLite it holds the one write lock): only what needs the database is left to it.
     planned = plan_refs(service, items)

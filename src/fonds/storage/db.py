@@ -144,11 +144,7 @@ class Database:
         self.kind = backend_name(self.url)
         if self.kind == "sqlite":
             self.engine = create_engine(
-                self.url,
-                pool_size=REQUEST_THREADS,
-                max_overflow=REQUEST_THREADS,
-                pool_use_lifo=True,
-                hide_parameters=True,
+                self.url, pool_size=REQUEST_THREADS, max_overflow=REQUEST_THREADS, pool_use_lifo=True, hide_parameters=True
             )
             _configure_sqlite(self.engine)
         else:
@@ -215,9 +211,8 @@ class Database:
                 raise
             finally:
                 self._bulk_used = time.monotonic()
-            if self._bulk is not None:
-                # Its pages, not its statements; on the driver's connection, outside any transaction.
-                conn.connection.dbapi_connection.execute("PRAGMA shrink_memory")
+            # Its pages, not its statements; on the driver's connection, outside any transaction.
+            conn.connection.dbapi_connection.execute("PRAGMA shrink_memory")
         for listener in self.after_write:
             listener()
 
