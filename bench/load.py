@@ -56,9 +56,28 @@ def refs_replaced(serialised: bytes, mapping: dict[str, str]) -> bytes:
     """Records serialised by orjson with every temporary URI of `mapping` they refer to replaced
     by the real one: on the bytes, as walking every value of a million records made the client,
     not the server, a good part of a bulk load's time (and each ref is looked up as it is
-    serialised: decoding each cost the client ~3 µs a record)."""
-    replacements = {orjson.dumps(temporary)[1:-1]: b'"ref":' + orjson.dumps(real) for temporary, real in mapping.items()}
-    return _REF.sub(lambda match: replacements.get(match.group(1), match.group(0)), serialised)
+    serialised: decoding each cost the client ~3 µs a record). Split at each ref rather than
+    matched (`_REF`, a call a match): 2.0 µs a record against 7.6, on the client sharing the server's cores."""
+    replacements = {orjson.dumps(temporary)[1:-1]: orjson.dumps(real)[1:-1] for temporary, real in mapping.items()}
+    parts = serialised.split(_REF_START)
+    found = replacements.get
+    for index in range(1, len(parts)):
+        part = parts[index]
+        end = part.index(b'"')
+        if part[end - 1] == BACKSLASH:  # a quote or backslash escaped in a URI: matched, not split
+            return _REF.sub(lambda match: _ref(replacements.get(match.group(1), match.group(1))), serialised)
+        real = found(part[:end])
+        if real is not None:
+            parts[index] = real + part[end:]
+    return _REF_START.join(parts)
+
+
+_REF_START = b'"ref":"'
+BACKSLASH = ord("\\")
+
+
+def _ref(uri: bytes) -> bytes:
+    return _REF_START + uri + b'"'
 
 
 def saved_uris(body) -> dict[str, str]:

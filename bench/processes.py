@@ -17,7 +17,6 @@ from pathlib import Path
 import httpx
 
 _started: list[subprocess.Popen] = []
-PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -80,10 +79,16 @@ def process_tree(pid: int) -> list[int]:
     imports), from /proc: each thread lists the children it started (not only the main thread's)."""
     pids, index = [pid], 0
     while index < len(pids):
-        children = []
-        for task in Path(f"/proc/{pids[index]}/task").glob("*"):
+        tasks = f"/proc/{pids[index]}/task"
+        children: list[str] = []
+        try:
+            names = os.listdir(tasks)
+        except OSError:
+            names = []
+        for name in names:
             try:
-                children += (task / "children").read_text().split()
+                with open(f"{tasks}/{name}/children") as file:
+                    children += file.read().split()
             except OSError:
                 pass
         pids += [int(c) for c in dict.fromkeys(children)]
@@ -91,27 +96,32 @@ def process_tree(pid: int) -> list[int]:
     return pids
 
 
+def memory_bytes(pid: int) -> tuple[int, int]:
+    """(RSS, RssAnon) of the process tree, in one walk and one read of each process's status:
+    sampled every 50 ms through a load, a walk and two reads a process took the client ~7 % of a core.
+    RssAnon is the processes' own memory; the rest of RSS is files mapped in (the search index's
+    segments, shared libraries), pages the kernel can drop and read again."""
+    rss = anonymous = 0
+    for p in process_tree(pid):
+        try:
+            with open(f"/proc/{p}/status") as file:
+                status = file.read()
+        except OSError:
+            continue
+        rss += _status_kib(status, "VmRSS:") * 1024
+        anonymous += _status_kib(status, "RssAnon:") * 1024
+    return rss, anonymous
+
+
+def _status_kib(status: str, field: str) -> int:
+    start = status.find(field)
+    if start < 0:  # a process exiting: its memory is gone
+        return 0
+    return int(status[start + len(field) : status.index("kB", start)])
+
+
 def rss_bytes(pid: int) -> int:
-    total = 0
-    for p in process_tree(pid):
-        try:
-            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * PAGE
-        except (OSError, IndexError):
-            pass
-    return total
-
-
-def anonymous_rss_bytes(pid: int) -> int:
-    """The part of RSS that is the processes' own memory (`RssAnon`): the rest is files mapped
-    in (the search index's segments, shared libraries), pages the kernel can drop and read again."""
-    total = 0
-    for p in process_tree(pid):
-        try:
-            line = next(line for line in Path(f"/proc/{p}/status").read_text().splitlines() if line.startswith("RssAnon:"))
-            total += int(line.split()[1]) * 1024
-        except (OSError, StopIteration, IndexError, ValueError):
-            pass
-    return total
+    return memory_bytes(pid)[0]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -139,8 +149,8 @@ class Sampler:
             self._stop.wait(0.05)
 
     def _sample(self) -> None:
-        self.peak = max(self.peak, rss_bytes(self.pid))
-        self.anonymous_peak = max(self.anonymous_peak, anonymous_rss_bytes(self.pid))
+        rss, anonymous = memory_bytes(self.pid)
+        self.peak, self.anonymous_peak = max(self.peak, rss), max(self.anonymous_peak, anonymous)
 
     def __enter__(self) -> Sampler:
         self.cpu_before = cpu_seconds(self.pid)

@@ -258,7 +258,7 @@ def _measure_all(bench: Bench, options: Options, database_url: str | None, data_
     result = {"format": 1, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "db": "postgresql" if database_url else "sqlite"}
     result["machine"], result["versions"] = environment.machine(), environment.versions(database_url)
     bench.start_servers()
-    start_rss, start_anonymous = processes.rss_bytes(bench.server.pid), processes.anonymous_rss_bytes(bench.server.pid)
+    start_rss, start_anonymous = processes.memory_bytes(bench.server.pid)
     result["settings"] = {
         "scale": options.scale if not options.records else f"{options.records} records",
         "seed": options.seed,
@@ -274,7 +274,7 @@ def _measure_all(bench: Bench, options: Options, database_url: str | None, data_
     result["index_catch_up"] = bench.index_catch_up()
     log(f"search index caught up {result['index_catch_up'].get('seconds')} s after the load")
     time.sleep(1)
-    rest, rest_anonymous = processes.rss_bytes(bench.server.pid), processes.anonymous_rss_bytes(bench.server.pid)
+    rest, rest_anonymous = processes.memory_bytes(bench.server.pid)
     log("ceiling …")
     result["ceiling"] = (
         {

@@ -73,6 +73,9 @@ def test_batch_import_answers_are_mapped_and_refs_rewritten():
         rewrite(record, mapping),
         {"uri": "/repositories/2/resources/import_1", "subjects": [{"ref": "/subjects/4"}]},
     ]
+    # Text that reads like a ref is text: only refs are rewritten, with or without escapes elsewhere.
+    titled = [record | {"title": 'See "ref":"/repositories/2/resources/import_1"'}]
+    assert orjson.loads(refs_replaced(orjson.dumps(titled), mapping)) == [rewrite(record, mapping) | {"title": titled[0]["title"]}]
 
 
 class FakeServer:
