@@ -304,17 +304,16 @@ class _Created:
 
 class _RealUris(dict):
     """{stand-in URI: its `_Created`}, each made the first time a ref to it is met: most records
-    of a batch (the leaves of its trees) are referred to by none of the others."""
+    of a batch (the leaves of its trees) are referred to by none of the others. A ref to a record
+    outside the batch (most refs: subjects, agents, containers, each met again and again) finds None."""
 
     def __init__(self, uris: dict[str, str]):
         super().__init__()
         self.uris = uris
 
-    def __missing__(self, stand_in: str) -> _Created | None:
-        uri = self.uris.get(stand_in)
-        if uri is None:
-            return None
-        found = self[stand_in] = _Created(uri, stand_in)
+    def __missing__(self, uri: str) -> _Created | None:
+        real = self.uris.get(uri)
+        found = self[uri] = None if real is None else _Created(real, uri)
         return found
 
 
