@@ -212,27 +212,29 @@ _PROCESSORS: dict[tuple, list | None] = {}
 
 
 def _converted(processors: list | None, values: list[tuple]) -> list:
-    """`values` (rows of column values) with each value converted by its column's processor; a
-    batch's rows mostly share their timestamps, so each distinct value is converted once."""
-    if not processors:
+    """`values` (rows of column values) with each value converted by its column's processor, a
+    column at a time. A batch's rows mostly share their timestamps: a value that is the row
+    before's (the same object) is not converted again. Not looked up among the values converted
+    so far: each record's JSON (a processor's too, on SQLite) was hashed for it."""
+    if not processors or not values:
         return values
-    converters = []
+    columns: list = list(zip(*values))
     for index, process in enumerate(processors):
         if process is not None:
-            converters.append((index, process, {}))
-    converted = []
-    for row in values:
-        row = list(row)
-        for index, process, done in converters:
-            value = row[index]
-            try:
-                row[index] = done[value]
-            except KeyError:
-                row[index] = done[value] = process(value)
-            except TypeError:  # unhashable: converted each time
-                row[index] = process(value)
-        converted.append(row)
+            columns[index] = _column_converted(process, columns[index])
+    return list(zip(*columns))
+
+
+def _column_converted(process, column: tuple) -> list:
+    converted, before, after = [], _NOT_A_VALUE, None
+    for value in column:
+        if value is not before:
+            before, after = value, process(value)
+        converted.append(after)
     return converted
+
+
+_NOT_A_VALUE = object()
 
 
 def advance_sequence(conn: Connection, table: Table) -> None:
