@@ -203,7 +203,16 @@ def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> 
     text), or None when no column needs one; worked out once per table, columns and dialect."""
     key = (conn.dialect.name, table.name, names)
     if key not in _PROCESSORS:
-        found = [table.c[name].type.dialect_impl(conn.dialect).bind_processor(conn.dialect) for name in names]
+        # Columns of the same type share one processor: a value they share (a record's
+        # timestamps) is converted once for all of them (`_converted`).
+        shared: dict[tuple, object] = {}
+        found = []
+        for name in names:
+            impl = table.c[name].type.dialect_impl(conn.dialect)
+            kind = (impl.__class__, repr(impl))
+            if kind not in shared:
+                shared[kind] = impl.bind_processor(conn.dialect)
+            found.append(shared[kind])
         _PROCESSORS[key] = found if any(found) else None
     return _PROCESSORS[key]
 
@@ -219,22 +228,25 @@ def _converted(processors: list | None, values: list[tuple]) -> list:
     if not processors or not values:
         return values
     columns: list = list(zip(*values))
+    last: dict[int, tuple] = {}  # each processor's last value, and what it made of it
     for index, process in enumerate(processors):
         if process is not None:
-            columns[index] = _column_converted(process, columns[index])
+            columns[index] = _column_converted(process, columns[index], last)
     return list(zip(*columns))
 
 
-def _column_converted(process, column: tuple) -> list:
-    converted, before, after = [], _NOT_A_VALUE, None
+def _column_converted(process, column: tuple, last: dict[int, tuple]) -> list:
+    converted = []
+    before, after = last.get(id(process), _NOTHING_YET)
     for value in column:
         if value is not before:
             before, after = value, process(value)
         converted.append(after)
+    last[id(process)] = before, after
     return converted
 
 
-_NOT_A_VALUE = object()
+_NOTHING_YET = (object(), None)
 
 
 def advance_sequence(conn: Connection, table: Table) -> None:
