@@ -6,7 +6,6 @@ the server's behalf."""
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass
 
@@ -19,8 +18,8 @@ FIELD = "batch_import"
 # The ids of the stand-in URIs a batch's records are known by while they are validated (the n-th
 # record's is this plus n): past any id a database hands out (SQLite's and PostgreSQL's are 64-bit).
 STAND_IN_IDS = 2**63
-# A stand-in id ending a string in a record's JSON (`stand_in_count`).
-_STAND_IN_REF = re.compile(rb'/(9223\d{15})"')
+# How every stand-in id begins, past the path before it (2**63 + n, for any n below 7.9 * 10**12).
+_STAND_IN_START = b"/922337"
 
 # A record validated for the batch: (its clean record, warnings, refs, and, if it was derived
 # where it was validated, what `writes.NewRecord.ready` holds; its clean record then holds only
@@ -95,10 +94,11 @@ def stand_ins(entries: list[Entry], scope: dict[int, int | None]) -> dict[str, s
 
 
 def stand_in_count(body: bytes) -> int:
-    """How many strings of a record's JSON end as a stand-in URI does. Equal to the number of its
-    refs to stand-ins, only those refs hold one, so replacing the stand-ins' JSON strings in its
-    bytes changes nothing else (imports._new_record)."""
-    return len(_STAND_IN_REF.findall(body))
+    """How many times a record's JSON holds the start of a stand-in id: once for each of its refs
+    to a stand-in, and more if other text holds it. Equal to the number of those refs, no string
+    but theirs is a stand-in URI, so replacing the stand-ins' JSON strings in its bytes changes
+    nothing else (imports._new_record). Counted rather than matched: 0.5 µs a record against 1.5."""
+    return body.count(_STAND_IN_START)
 
 
 def creation_order(entries: list[Entry], prepared: list[Prepared], stand_in: dict[str, str]) -> list[int]:
