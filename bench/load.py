@@ -64,7 +64,7 @@ def refs_replaced(serialised: bytes, mapping: dict[str, str]) -> bytes:
     for index in range(1, len(parts)):
         part = parts[index]
         end = part.index(b'"')
-        if part[end - 1] == BACKSLASH:  # a quote or backslash escaped in a URI: matched, not split
+        if part[end - 1] == _BACKSLASH:  # a quote or backslash escaped in a URI: matched, not split
             return _REF.sub(lambda match: _ref(replacements.get(match.group(1), match.group(1))), serialised)
         real = found(part[:end])
         if real is not None:
@@ -73,7 +73,7 @@ def refs_replaced(serialised: bytes, mapping: dict[str, str]) -> bytes:
 
 
 _REF_START = b'"ref":"'
-BACKSLASH = ord("\\")
+_BACKSLASH = ord("\\")
 
 
 def _ref(uri: bytes) -> bytes:
