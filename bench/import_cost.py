@@ -45,24 +45,27 @@ class InProcessValidation:
         from fonds.records import import_validation
 
         self.task, self.strict, self.count = import_validation._read_and_validate, strict, count
+        self.answer = import_validation.ReadAndValidated
         import_validation._ready(REGISTRY_SOURCE, strict)
+        import_validation._IDS_AHEAD.take_all()  # reserved in another run's database
         # Each task's collection walks what its process holds: here the server's objects too,
         # which the validating process does not hold (0.03 ms a task there).
         import_validation._collect_leftovers = lambda: None
         self.seconds = 0.0
 
-    def read_and_validate(self, body: bytes, repo_id: int, lists):
+    def read_and_validate(self, body: bytes, repo_id: int, lists, leases):
         start = time.thread_time()
         _callgrind(self.count == "validator", "on")
         _callgrind(self.count == "server", "off")
-        answer = self.task(REGISTRY_SOURCE, body, repo_id, lists, self.strict)
+        answer = self.task(REGISTRY_SOURCE, body, repo_id, lists, self.strict, leases.take_all())
         _callgrind(self.count == "server", "on")
         _callgrind(self.count == "validator", "off")
         self.seconds += time.thread_time() - start
         found = pickle.loads(answer)  # the server's part (`ImportValidation.read_and_validate`)
+        leases.held_elsewhere(found["ids_left"])
         if "order" not in found:
             raise RuntimeError(f"the generated archive was refused: {found}")
-        return found["entries"], found["records"], found["order"]
+        return self.answer(found["entries"], found["records"], found["order"], found.get("ids"), found.get("linked"))
 
     def validate(self, *_args, **_kwargs) -> None:
         return None  # every body is read by the task above

@@ -8,9 +8,12 @@ import re
 import uuid
 
 import pytest
+from fastapi.testclient import TestClient
 
-from tests.factories import make_user
-from tests.records.helpers import make_resource
+from fonds.app import create_app
+from fonds.records.id_leases import IdLeases
+from tests.factories import ADMIN_PASSWORD, Api, make_user
+from tests.records.helpers import instance, make_resource, make_subject
 from tests.records.tree_helpers import add_children, titles_in_order
 from tests.test_cli import run_cli
 
@@ -282,3 +285,108 @@ def test_an_import_whose_value_lists_change_while_it_is_validated_is_checked_aga
     item = api.get(saved[f"/repositories/{repo}/archival_objects/import_item"]).json()
     assert (item["title"], item["level"]) == ("Item", "item")
     assert item["parent"]["ref"] == saved[f"/repositories/{repo}/archival_objects/import_series"]
+
+
+def import_subjects(api, repo: int, prefix: str, n: int) -> list[int]:
+    """The ids of `n` subjects imported in one batch, in the order given."""
+    records = [
+        {"jsonmodel_type": "subject", "uri": f"/subjects/{prefix}{i}", "title": f"{prefix} {i}", "source": "local", "terms": []}
+        for i in range(n)
+    ]
+    response = api.post(f"/repositories/{repo}/batch_imports", json=records)
+    assert response.status_code == 200, response.text
+    saved = response.json()[-1]["saved"]
+    return [saved[f"/subjects/{prefix}{i}"][1] for i in range(n)]
+
+
+@pytest.fixture
+def leases_from_two_records(monkeypatch):
+    """Ids reserved ahead from an import of two records on (`IdLeases`), not five hundred."""
+    monkeypatch.setattr(IdLeases, "LEAST", 2)
+
+
+@pytest.mark.usefixtures("leases_from_two_records")
+def test_ids_reserved_ahead_by_an_import_go_to_the_next_and_to_no_other_writer(app, api, repo):
+    first = import_subjects(api, repo, "first", 3)
+    created = int(make_subject(api, "Single").rsplit("/", 1)[1])
+    second = import_subjects(api, repo, "second", 3)
+    third = import_subjects(api, repo, "third", 4)  # more than the second import left reserved
+    ids = first + [created] + second + third
+    assert len(set(ids)) == len(ids)
+    assert second == list(range(second[0], second[0] + 3)) and third == sorted(third)
+    if app.state.fonds.db.kind == "sqlite":
+        # The create was handed an id past those the first import reserved for the second.
+        assert first[-1] < second[0] < created
+    for i, subject in enumerate(second):
+        assert api.get(f"/subjects/{subject}").json()["title"] == f"second {i}"
+
+
+@pytest.mark.usefixtures("leases_from_two_records")
+def test_ids_reserved_ahead_by_a_refused_import_or_a_stopped_server_are_never_handed_out_twice(app, api, repo, settings):
+    first = import_subjects(api, repo, "first", 3)
+    refused = archive(repo)
+    refused[2]["subjects"].append({"ref": "/subjects/999999999"})
+    answer = api.post(f"/repositories/{repo}/batch_imports", json=refused)
+    assert answer.status_code == 400 and "non-existent" in answer.text  # refused by the write
+    second = import_subjects(api, repo, "second", 3)
+    # A server started anew on the same database knows nothing of what the last one reserved ahead.
+    with TestClient(create_app(settings)) as client:
+        again = Api.login(client, "admin", ADMIN_PASSWORD)
+        third = import_subjects(again, repo, "third", 3)
+        created = int(make_subject(again, "Single").rsplit("/", 1)[1])
+    ids = first + second + third + [created]
+    assert len(set(ids)) == len(ids)
+    assert [api.get(f"/subjects/{i}").status_code for i in ids] == [200] * len(ids)
+
+
+@pytest.mark.usefixtures("leases_from_two_records")
+def test_an_import_given_the_ids_reserved_ahead_refers_to_its_own_records_by_the_uris_they_get(api, repo):
+    """In the process validating imports, such an import's records get their URIs as they are validated."""
+    base = f"/repositories/{repo}"
+    for n in range(3):  # the first reserves ahead, the second and third take what the one before reserved
+        records = archive(repo)
+        records[2]["id_0"] = f"IMP-{n}"
+        records[3]["title"] = f"Imported topic {n}"
+        response = api.post(f"{base}/batch_imports", json=records)
+        assert response.status_code == 200, response.text
+        uri = {temporary: created[0] for temporary, created in response.json()[-1]["saved"].items()}
+        item = api.get(uri[f"{base}/archival_objects/import_item"]).json()
+        series = api.get(uri[f"{base}/archival_objects/import_series"], params={"resolve[]": "subjects"}).json()
+        resource = uri[f"{base}/resources/import_r"]
+        assert item["parent"]["ref"] == series["uri"] and item["resource"]["ref"] == series["resource"]["ref"] == resource
+        assert series["subjects"][0]["_resolved"]["title"] == f"Imported topic {n}"
+        assert titles_in_order(api, resource) == ["Series"] and titles_in_order(api, resource, series["uri"]) == ["Item"]
+
+
+def subjects_and_an_accession(repo: int, *extra_refs: dict) -> list[dict]:
+    """Three subjects, and an accession referring to the first and to `extra_refs` (subjects or top containers)."""
+    tag = uuid.uuid4().hex[:8]
+    records: list[dict] = [
+        {"jsonmodel_type": "subject", "uri": f"/subjects/t{i}", "title": f"{tag} {i}", "source": "local", "terms": []} for i in range(3)
+    ]
+    subjects = [{"ref": "/subjects/t0"}] + [ref for ref in extra_refs if ref["ref"].startswith("/subjects/")]
+    containers = [ref["ref"] for ref in extra_refs if "/top_containers/" in ref["ref"]]
+    accession = {"jsonmodel_type": "accession", "uri": f"/repositories/{repo}/accessions/a", "title": "Refers", "id_0": tag}
+    records.append(accession | {"accession_date": "2020-01-01", "subjects": subjects, "instances": [instance(c) for c in containers]})
+    return records
+
+
+@pytest.mark.usefixtures("leases_from_two_records")
+def test_refs_of_an_import_given_the_ids_reserved_ahead_are_checked_as_any_imports(api, repo):
+    """Planned in the process validating imports, its refs are confirmed in the write, and a
+    missing or misplaced target is refused there, named by the record's place in the batch."""
+    path = f"/repositories/{repo}/batch_imports"
+    elsewhere = api.create_repository("OTHER")
+    foreign = api.create(f"/repositories/{elsewhere}/top_containers", {"jsonmodel_type": "top_container", "indicator": "1"})["uri"]
+    cases = [
+        ({"ref": "/subjects/999999999"}, "Can't relate to non-existent record: /subjects/999999999"),
+        ({"ref": f"/repositories/{repo}/top_containers/999999999"}, "Can't relate to non-existent record"),
+        ({"ref": foreign}, f"Invalid URI reference for this ({repo}) repo: '{foreign}'"),
+    ]
+    for target, message in cases:
+        # Each reserves ahead for the one after it (a refused import reserves none).
+        assert api.post(path, json=subjects_and_an_accession(repo)).status_code == 200
+        answer = api.post(path, json=subjects_and_an_accession(repo, target))
+        assert answer.status_code == 400, answer.text
+        errors = json.dumps(answer.json()["error"])
+        assert message in errors and "batch_import/3/" in errors, answer.text

@@ -30,12 +30,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from multiprocessing import resource_tracker
 
 import orjson
 
 from fonds.errors import BadRequest, Invalid
+from fonds.records import refs
+from fonds.records.id_leases import IdLeases
 from fonds.records.import_entries import (
+    Entry,
     Prepared,
     creation_order,
     parse_entries,
@@ -50,6 +54,20 @@ from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs, structures_are_sound
 
 log = logging.getLogger("fonds.records")
+
+
+@dataclass
+class ReadAndValidated:
+    """A batch import's body as the process read and validated it (`read_and_validate`)."""
+
+    # Each record's (type name, temporary URI).
+    kinds: list[tuple[str, str | None]]
+    records: list[Prepared]
+    order: list[int]
+    # When the process had ids reserved ahead for them all (`IdLeases`): each record's, its refs
+    # to the batch's records pointing at the URIs they get, and every record's refs planned.
+    ids: list[int] | None = None
+    linked: refs.Portable | None = None
 
 
 class Refused(Exception):
@@ -105,10 +123,12 @@ class ImportValidation:
         self._release(pool, broken=results is None)
         return results
 
-    def read_and_validate(self, body: bytes, repo_id: int, lists) -> tuple[list[tuple], list[Prepared], list[int]] | None:
+    def read_and_validate(self, body: bytes, repo_id: int, lists, leases: IdLeases) -> ReadAndValidated | None:
         """A batch import's body read (`import_entries`) and its records validated in the process,
-        in one task: each record's (type name, temporary URI), its `Prepared`, and the records'
-        `creation_order`.
+        in one task: each record's (type name, temporary URI), its `Prepared`, the records'
+        `creation_order`, and the ids of the records, if the process had enough of them reserved
+        ahead (`leases`, handed over with each task): their refs to one another then point at the
+        URIs the records get, not at stand-ins, and their refs are planned there too.
         None: read it in the server (a small body or one past BODY_BYTES, one that is not a
         well-formed batch, whose error the server words, or the process not ready, or gone). A
         record `prepare_doc` refuses is `Refused`, with its place in the batch."""
@@ -118,7 +138,7 @@ class ImportValidation:
         if pool is None:
             return None
         try:
-            future = pool.submit(_read_and_validate, self.registry_source, body, repo_id, lists, self.strict)
+            future = pool.submit(_read_and_validate, self.registry_source, body, repo_id, lists, self.strict, leases.take_all())
             answer = pickle.loads(future.result())
         except (RuntimeError, CancelledError):  # BrokenProcessPool, or the pool shut down
             self._release(pool, broken=True)
@@ -129,10 +149,11 @@ class ImportValidation:
         self._release(pool)
         if "read_here" in answer:
             return None
+        leases.held_elsewhere(answer["ids_left"])
         _raise_refused(answer, 0)
         if "cycle" in answer:
             raise Invalid(answer["cycle"])
-        return answer["entries"], answer["records"], answer["order"]
+        return ReadAndValidated(answer["entries"], answer["records"], answer["order"], answer.get("ids"), answer.get("linked"))
 
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
@@ -324,34 +345,71 @@ def _validate(registry_source: str, names: list[str], payload: bytes, created: d
     return _pickled(_validated(registry_source, strict, lists, names, orjson.loads(payload), created, payload))
 
 
-def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool) -> bytes:
+# Ids reserved ahead for the imports this process reads (`IdLeases`), handed over with its tasks.
+_IDS_AHEAD = IdLeases()
+
+
+def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool, ids_ahead: dict[str, list[range]]) -> bytes:
     """`ImportValidation.read_and_validate` in the process: `_validated`'s answer, with each
-    record's (type name, temporary URI) as `entries`; or `read_here`."""
+    record's (type name, temporary URI) as `entries` and, taken from the ids reserved ahead, their
+    `ids`; or `read_here`."""
     _collect_leftovers()
+    _IDS_AHEAD.add_all(ids_ahead)
     registry, _ = _preparer(registry_source, strict)
     try:
         entries = parse_entries(registry, parse_records(body))
     except BadRequest:  # the server words it, reading the body itself
         return _pickled({"read_here": True})
     names, docs = taken_docs(entries)
-    temporary = stand_ins(entries, scopes(entries, repo_id))
-    answer = _validated(registry_source, strict, lists, names, docs, temporary, body)
+    scope = scopes(entries, repo_id)
+    ids = _IDS_AHEAD.take_for(entries)
+    if ids is None:
+        temporary, final = stand_ins(entries, scope), False
+    else:
+        temporary, final = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}, True
+    answer = _validated(registry_source, strict, lists, names, docs, temporary, body, final=final)
     answer["entries"] = [(entry.record_type.name, entry.temporary_uri) for entry in entries]
+    if ids is not None:
+        answer["ids"] = ids
+    answer["ids_left"] = _IDS_AHEAD.left()
     if "records" in answer:
         # Here rather than in the server, which holds the interpreter for the write of the import before.
         try:
             answer["order"] = creation_order(entries, answer["records"], temporary)
         except Invalid as error:
             answer["cycle"] = error.error
+        if ids is not None:
+            answer["linked"] = _linked(registry, entries, answer["records"], scope, ids)
     return _pickled(answer)
 
 
-def _validated(registry_source: str, strict: bool, lists, names: list[str], docs: list[dict], created: dict[str, str], json: bytes) -> dict:
+def _linked(registry, entries: list[Entry], records: list[Prepared], scope: dict, ids: list[int]) -> refs.Portable | None:
+    """The records' refs planned (`refs.plan`), given their ids; None: a record holds more refs
+    than a write takes, which the server words."""
+    requests = [(record[2], scope[entry.index]) for entry, record in zip(entries, records)]
+    members = {(entry.record_type.name, ids[entry.index]): scope[entry.index] for entry in entries}
+    try:
+        return refs.portable(refs.plan(registry, requests, members))
+    except BadRequest:
+        return None
+
+
+def _validated(
+    registry_source: str,
+    strict: bool,
+    lists,
+    names: list[str],
+    docs: list[dict],
+    created: dict[str, str],
+    json: bytes,
+    *,
+    final: bool = False,
+) -> dict:
     """Each record's `Prepared` as `records`, or the first one refused as `invalid` (`json`: what
-    `docs` were read from)."""
+    `docs` were read from; `final`: `created` gives the URIs the records get, not stand-ins)."""
     registry, preparer = _preparer(registry_source, strict)
     preparer.validator.value_lists.snapshot = lists
-    stand_in_uris = set(created.values())
+    stand_in_uris = None if final else set(created.values())
     schemas, out = preparer.schemas, []
     sound = structures_are_sound(docs, json=json)
     for index, (name, doc) in enumerate(zip(names, docs)):
@@ -367,11 +425,12 @@ def _validated(registry_source: str, strict: bool, lists, names: list[str], docs
 
 
 def _derived(
-    preparer, record_type: RecordType, clean: dict, warnings: dict, refs: list[tuple[str, str]], stand_in_uris: set[str]
+    preparer, record_type: RecordType, clean: dict, warnings: dict, refs: list[tuple[str, str]], stand_in_uris: set[str] | None
 ) -> Prepared:
     """A validated record derived here if its type derives it alone (`Hooks.derive_new`): the
-    server then writes its JSON as it is, once the stand-in URIs in it are replaced by the URIs
-    the batch's records get (`imports._new_record`). Not a tree node whose root is
+    server then writes its JSON as it is, once the stand-in URIs in it (`stand_in_uris`; None: it
+    refers to the batch's records by the URIs they get) are replaced by the URIs the batch's
+    records get (`imports._new_record`). Not a tree node whose root is
     taken from its parent (placing it changes the record), nor the ones of a type that derives
     in the write."""
     tree = record_type.tree if record_type.is_tree_node else None
@@ -389,7 +448,7 @@ def _derived(
         if position is not None:
             placing["position"] = position
     body = orjson.dumps(clean)
-    if stand_in_count(body) != sum(1 for _, uri in refs if uri in stand_in_uris):
+    if stand_in_uris is not None and stand_in_count(body) != sum(1 for _, uri in refs if uri in stand_in_uris):
         # Text that reads like a stand-in URI: the record's refs are pointed at in the record itself.
         clean.update(placing)
         return clean, warnings, refs, (None, *derived)

@@ -4,11 +4,13 @@ where every record comes after the records it refers to. All or none.
 
 Each record's temporary refs are replaced by a stand-in URI as it is validated (normalisation
 copies every ref object anyway), outside any transaction and, for a large import, in a process of
-its own (records/import_validation.py); then every record's id is reserved, in a short
-transaction of its own, and the stand-ins are replaced by the URIs the records will have, so
-the ref checks and the batch write path (records/writes.py) see ordinary URIs; the order of
-creation is worked out from the validated records' refs. Only the write itself holds the write
-lock: another import's records are validated meanwhile, and single writes wait for the write alone."""
+its own (records/import_validation.py); then every record's id is reserved (by the write of a
+large import before it, records/id_leases.py, else in a short transaction of its own), and the
+stand-ins are replaced by the URIs the records will have (a process validating a large import
+with ids reserved ahead gives its records those URIs at once), so the ref checks and the batch
+write path (records/writes.py) see ordinary URIs; the order of creation is worked out from the
+validated records' refs. Only the write itself holds the write lock: another import's records
+are validated meanwhile, and single writes wait for the write alone."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from queue import SimpleQueue
 import orjson
 
 from fonds.errors import Denied, Invalid, nested_under
-from fonds.records import value_lists
+from fonds.records import refs, value_lists
+from fonds.records.id_leases import ids_in_order, type_counts
 from fonds.records.import_entries import (
     FIELD,
     Entry,
@@ -38,7 +41,7 @@ from fonds.records.import_entries import (
 from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
 from fonds.records.validation import check_structure, find_refs
-from fonds.records.writes import Batch, NewRecord, plan_refs
+from fonds.records.writes import Batch, NewRecord, batch_members, plan_refs
 from fonds.storage import records as store
 from fonds.storage.db import BULK_IDLE_SECONDS
 
@@ -163,23 +166,29 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
     lists = service.value_lists.refresh()
     # Validated before their ids are reserved (which waits for the write before, on SQLite):
     # refs to the batch's records point at a stand-in URI meanwhile, then at their real one.
-    entries, prepared, order = _validated(service, records, repo_id, lists, may_create, progress=_step(progress, "validated"))
-    scope = scopes(entries, repo_id)
-    temporary = stand_ins(entries, scope)
+    # (Unless the process validating them had their ids already: `IdLeases`.)
+    validated = _validated(service, records, repo_id, lists, may_create, progress=_step(progress, "validated"))
+    entries, prepared, order, ids = validated.entries, validated.prepared, validated.order, validated.ids
+    scope, counts = scopes(entries, repo_id), type_counts(entries)
+    temporary = stand_ins(entries, scope) if ids is None else None
     if order is None:
         order = creation_order(entries, prepared, temporary)
-    ids = _reserved(service, entries)
+    if ids is None:
+        ids = _reserved(service, entries, counts)
     uris = [e.record_type.uri(ids[e.index], scope[e.index]) for e in entries]
     created = {e.temporary_uri: uris[e.index] for e in entries if e.temporary_uri}
-    real = _RealUris({temporary[uri]: created_uri for uri, created_uri in created.items()})
+    real = None if temporary is None else _RealUris({temporary[uri]: created_uri for uri, created_uri in created.items()})
     items = [_new_record(entries[i], prepared[i], scope[i], ids[i], uris[i], real) for i in order]
     # Before the write transaction too (on SQLite it holds the one write lock): only what needs the database is left to it.
-    planned = plan_refs(service, items)
+    planned = plan_refs(service, items) if validated.linked is None else _planned_elsewhere(validated.linked, order, items)
+    del validated
     with service.db.bulk_write() as conn:
         if value_lists.generation(conn) != lists.generation:
             _validated_again(service, conn, items)
         written: list = []
         Batch(service, conn, actor).create(items, progress=_step(progress, "written"), keep=written, planned_refs=planned)
+        ahead = service.id_leases.reserve_ahead(conn, counts)
+    service.id_leases.add_all(ahead)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}
     imported = Imported(saved, {e.record_type.name for e in entries}, len(entries))
     DISPOSAL.free((entries, prepared, items, written, planned))
@@ -194,22 +203,29 @@ def _check_permissions(entries: list[Entry], may_create: Callable[[RecordType], 
             raise Denied()
 
 
-def _read_and_validated_elsewhere(service, body: bytes, repo_id: int, lists, may_create) -> tuple[list[Entry], list, list[int]] | None:
-    """The entries, each record's `Prepared` and the records' `creation_order` of a large import's
-    body, read and validated by the process validating imports: the server never parses its records. None:
+def _planned_elsewhere(linked: refs.Portable, order: list[int], items: list[NewRecord]) -> refs.PlannedRefs:
+    """The plan of the refs of `items` (the entries in `order`) the process validating them made."""
+    links, errors, targets = linked
+    return refs.from_portable(([links[i] for i in order], [errors[i] for i in order], targets), batch_members(items))
+
+
+def _read_and_validated_elsewhere(service, body: bytes, repo_id: int, lists, may_create) -> _Validated | None:
+    """A large import's body read and validated by the process validating imports (the server
+    never parses its records): its entries, each record's `Prepared`, the records'
+    `creation_order` and, if that process had them, their ids and their refs planned. None:
     read it here (a small body, one that is not a well-formed batch, the process not ready or
     gone, or an actor who may not create every type: a 403 then comes before any 400, as here)."""
     registry = service.registry
     if not all(may_create(record_type) for record_type in registry if "create" in record_type.actions):
         return None
     try:
-        found = service.import_validation.read_and_validate(body, repo_id, lists)
+        found = service.import_validation.read_and_validate(body, repo_id, lists, service.id_leases)
     except Refused as refused:
         raise nested_under(refused.error, f"{FIELD}/{refused.index}") from None
     if found is None:
         return None
-    kinds, prepared, order = found
-    return [Entry(index, registry[name], uri, None) for index, (name, uri) in enumerate(kinds)], prepared, order
+    entries = [Entry(index, registry[name], uri, None) for index, (name, uri) in enumerate(found.kinds)]
+    return _Validated(entries, found.records, found.order, found.ids, found.linked)
 
 
 class Disposal:
@@ -251,30 +267,40 @@ class _After:
 DISPOSAL = Disposal()
 
 
-def _reserved(service, entries: list[Entry]) -> dict[int, int]:
-    """{entry index: the id of the record it creates}, reserved in a transaction of its own."""
-    by_type: dict[str, list[Entry]] = {}
-    for entry in entries:
-        by_type.setdefault(entry.record_type.name, []).append(entry)
-    ids: dict[int, int] = {}
-    with service.db.bulk_write() as conn:
-        for name, members in by_type.items():
-            ids.update(zip((e.index for e in members), store.reserve_ids(conn, conn.info["fonds_tables"][name], len(members))))
-    return ids
+def _reserved(service, entries: list[Entry], counts: dict[str, int]) -> list[int]:
+    """The id of the record each entry creates (by `Entry.index`): reserved ahead by the import
+    before (`IdLeases`), else reserved in a transaction of its own."""
+    reserved = service.id_leases.take(counts)
+    if reserved is None:
+        with service.db.bulk_write() as conn:
+            tables = conn.info["fonds_tables"]
+            reserved = {name: store.reserve_ids(conn, tables[name], count) for name, count in counts.items()}
+    return ids_in_order(entries, reserved)
 
 
 def _step(progress: Callable[[str, int], None] | None, step: str) -> Callable[[int], None] | None:
     return None if progress is None else lambda done: progress(step, done)
 
 
-def _validated(
-    service, records, repo_id: int, lists, may_create, *, progress: Callable[[int], None] | None
-) -> tuple[list[Entry], list[Prepared], list[int] | None]:
-    """The import's entries and each record's `Prepared`, in the order given,
-    validated as a new record of its type against `lists` (the caller refreshed them), its refs
-    to the batch's records pointing at their stand-ins (`import_entries.stand_ins`); and their
-    `creation_order` if it was worked out with them. A large body is read and validated, and
-    its records ordered, by the process that validates imports (records/import_validation.py);
+@dataclass
+class _Validated:
+    """An import's entries and each record's `Prepared`, in the order given."""
+
+    entries: list[Entry]
+    prepared: list[Prepared]
+    # Their `creation_order`, if it was worked out with them.
+    order: list[int] | None = None
+    # If they were validated with their ids (`IdLeases`): the ids, each record's refs to the
+    # batch's records pointing at the URIs they get, and every record's refs planned.
+    ids: list[int] | None = None
+    linked: refs.Portable | None = None
+
+
+def _validated(service, records, repo_id: int, lists, may_create, *, progress: Callable[[int], None] | None) -> _Validated:
+    """The import's records validated, each as a new record of its type against `lists` (the
+    caller refreshed them), its refs to the batch's records pointing at their stand-ins
+    (`import_entries.stand_ins`) unless the ids were known. A large body is read and validated,
+    and its records ordered, by the process that validates imports (records/import_validation.py);
     else the records are read here, and validated there (in chunks) or here."""
     if isinstance(records, bytes):
         found = _read_and_validated_elsewhere(service, records, repo_id, lists, may_create)
@@ -289,7 +315,7 @@ def _validated(
         prepared = service.import_validation.validate(names, docs, stand_in_uris, lists, progress)
     except Refused as refused:
         raise nested_under(refused.error, f"{FIELD}/{entries[refused.index].index}") from None
-    return entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared, None
+    return _Validated(entries, _prepared_here(service, entries, docs, stand_in_uris, progress) if prepared is None else prepared)
 
 
 class _Created:
@@ -317,11 +343,15 @@ class _RealUris(dict):
         return found
 
 
-def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, uri: str, real: _RealUris) -> NewRecord:
+def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id: int, uri: str, real: _RealUris | None) -> NewRecord:
     """The record of `entry` to write (created at `uri`), its refs to stand-in URIs pointed at the
-    URIs the batch's records get (`real`), in its refs, its record and its JSON (of a record
-    derived where it was validated, whose record holds only what placing it reads)."""
+    URIs the batch's records get (`real`; None: they point there already), in its refs, its
+    record and its JSON (of a record derived where it was validated, whose record holds only what
+    placing it reads)."""
     doc, warnings, refs, ready = prepared
+    label = f"{FIELD}/{entry.index}"
+    if real is None:
+        return NewRecord(entry.record_type, doc, warnings, repo_id, label=label, record_id=record_id, refs=refs, ready=ready, uri=uri)
     body = ready[0] if ready is not None else None
     for index, (path, target) in enumerate(refs):
         found = real[target]
@@ -335,9 +365,7 @@ def _new_record(entry: Entry, prepared: Prepared, repo_id: int | None, record_id
             body = body.replace(found.stand_in_json, found.json)
     if body is not None:
         ready = (body, *ready[1:])
-    return NewRecord(
-        entry.record_type, doc, warnings, repo_id, label=f"{FIELD}/{entry.index}", record_id=record_id, refs=refs, ready=ready, uri=uri
-    )
+    return NewRecord(entry.record_type, doc, warnings, repo_id, label=label, record_id=record_id, refs=refs, ready=ready, uri=uri)
 
 
 def _set_ref(doc: dict, path: str, uri: str) -> None:

@@ -63,9 +63,10 @@ class PlannedRefs:
     one query per target type to confirm it (`check_planned`). Parsing and looking up each ref
     held SQLite's one write lock ~90 % of the time its ref checks took."""
 
-    requests: list[tuple[list[tuple[str, str]], int | None]]
+    # Each record's refs and repository; None in a plan made elsewhere (`from_portable`).
+    requests: list[tuple[list[tuple[str, str]], int | None]] | None
     # Each record's refs: (path, uri, type name, id, the URI's repository, its type's scoped).
-    parsed: list[list[tuple]]
+    parsed: list[list[tuple]] | None
     pending: dict[tuple[str, int], int | None]
     wanted: dict[str, set[int]]
     # What was taken to exist: `pending` and every wanted target, where its URI says.
@@ -103,6 +104,38 @@ def plan(
     return PlannedRefs(requests, parsed, pending, wanted, assumed, links, errors)
 
 
+# A plan as another process sends it (`portable`): each record's links and errors, and the
+# targets taken to exist, each with the repository its URI says (None: a global record's).
+Portable = tuple[list[list[Link]], list[dict[str, list[str]]], dict[tuple[str, int], int | None]]
+
+
+def portable(planned: PlannedRefs) -> Portable:
+    """What checking `planned` needs, to be sent to another process (`from_portable`)."""
+    targets = {}
+    for name, ids in planned.wanted.items():
+        for record_id in ids:
+            repo_id = planned.assumed[name, record_id]
+            targets[name, record_id] = None if repo_id is ANYWHERE else repo_id
+    return planned.links, planned.errors, targets
+
+
+def from_portable(sent: Portable, pending: dict[tuple[str, int], int | None]) -> PlannedRefs:
+    """The plan another process made (`portable`) of the refs of records being written together
+    (`pending`, as `plan` takes it); `check_planned` confirms it, but cannot word its errors."""
+    links, errors, targets = sent
+    wanted: dict[str, set[int]] = defaultdict(set)
+    assumed = dict(pending)
+    for (name, record_id), repo_id in targets.items():
+        wanted[name].add(record_id)
+        assumed[name, record_id] = ANYWHERE if repo_id is None else repo_id
+    return PlannedRefs(None, None, pending, wanted, assumed, links, errors)
+
+
+class NotAsPlanned(Exception):
+    """A target is not as a plan made elsewhere (`from_portable`) took it to be: the errors are
+    for the whole plan (`plan`) to word."""
+
+
 def check_planned(conn, planned: PlannedRefs) -> tuple[list[list[Link]], list[dict[str, list[str]]]]:
     """Each record's links and errors (`check_many`), its targets read in the caller's transaction."""
     tables = conn.info["fonds_tables"]
@@ -113,6 +146,8 @@ def check_planned(conn, planned: PlannedRefs) -> tuple[list[list[Link]], list[di
         )
     if all(_as_assumed(existing, planned.assumed, (name, i)) for name, ids in planned.wanted.items() for i in ids):
         return planned.links, planned.errors
+    if planned.parsed is None:
+        raise NotAsPlanned()
     # A target missing or elsewhere than its URI says: the errors say which.
     return _links_and_errors(planned.parsed, planned.requests, planned.pending | existing)
 

@@ -18,6 +18,7 @@ from fonds.records import deletion, pages, refs, uniqueness
 from fonds.records.enumeration_usage import ListUsage
 from fonds.records.grouped_creates import GroupedCreates, PendingCreate, Precondition, PreconditionChanged, RefusedInWrite, read_with_lists
 from fonds.records.hooks import WriteContext
+from fonds.records.id_leases import IdLeases
 from fonds.records.import_validation import ImportValidation
 from fonds.records.plain import splice
 from fonds.records.preparation import RecordPreparer
@@ -76,6 +77,7 @@ class RecordService:
             registry_source, strict=settings.strict_validation, min_records=settings.import_process_records if registry_source else 0
         )
         self.grouped_creates = GroupedCreates(self)
+        self.id_leases = IdLeases()
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -76,7 +76,12 @@ def plan_refs(service, items: list[NewRecord]) -> refs.PlannedRefs:
         (item.refs if item.refs is not None else find_refs(schemas, schemas[item.record_type.name], item.doc), item.repo_id)
         for item in items
     ]
-    return refs.plan(service.registry, requests, {(item.record_type.name, item.record_id): item.repo_id for item in items})
+    return refs.plan(service.registry, requests, batch_members(items))
+
+
+def batch_members(items: list[NewRecord]) -> dict[tuple[str, int], int | None]:
+    """(type name, id) -> repository of each of `items` (each with its id), as `refs.plan` takes them."""
+    return {(item.record_type.name, item.record_id): item.repo_id for item in items}
 
 
 def labelled(error: Invalid, label: str) -> Invalid:
@@ -121,7 +126,10 @@ class Batch:
         uris = [item.uri or item.record_type.uri(item.record_id, item.repo_id) for item in items]
         planned = planned_refs or plan_refs(self.service, items)
         self.members.update(planned.pending)
-        links, errors = refs.check_planned(self.conn, planned)
+        try:
+            links, errors = refs.check_planned(self.conn, planned)
+        except refs.NotAsPlanned:
+            links, errors = refs.check_planned(self.conn, plan_refs(self.service, items))
         for item, found in zip(items, errors):
             if found:
                 raise labelled(Invalid(found), item.label) if item.label else BadRequest(found)
