@@ -110,6 +110,10 @@ def test_connections_that_ran_bulk_work_are_closed_not_pooled(app, api, repo):
     try:
         response = api.post(f"/repositories/{repo}/batch_imports", json=batch(repo, 3))
         assert response.status_code == 200, response.text
+        # Kept while imports keep coming, it is closed once they stop: now rather than 2 s later,
+        # when the test would have stopped listening (it passed only when an index rebuild the new
+        # app ran closed its connections meanwhile).
+        app.state.fonds.db.close_idle_bulk(idle_seconds=0)
     finally:
         event.remove(engine, "close_detached", record)
     # SQLite: the import's connection (and those of an index rebuild the new app may be running).
