@@ -322,6 +322,16 @@ def test_ids_reserved_ahead_by_an_import_go_to_the_next_and_to_no_other_writer(a
 
 
 @pytest.mark.usefixtures("leases_from_two_records")
+def test_an_import_refused_as_it_is_validated_leaves_the_ids_reserved_ahead_to_the_next(api, repo):
+    first = import_subjects(api, repo, "first", 3)
+    refused = [{"jsonmodel_type": "subject", "uri": f"/subjects/r{i}", "title": f"R {i}", "source": "local", "terms": []} for i in range(3)]
+    refused[2]["terms"] = "not a list"
+    answer = api.post(f"/repositories/{repo}/batch_imports", json=refused)
+    assert answer.status_code == 400 and "batch_import/2/terms" in answer.json()["error"], answer.text
+    assert import_subjects(api, repo, "third", 3) == list(range(first[-1] + 1, first[-1] + 4))
+
+
+@pytest.mark.usefixtures("leases_from_two_records")
 def test_ids_reserved_ahead_by_a_refused_import_or_a_stopped_server_are_never_handed_out_twice(app, api, repo, settings):
     first = import_subjects(api, repo, "first", 3)
     refused = archive(repo)

@@ -69,7 +69,17 @@ class IdLeases:
     def add_all(self, ranges: dict[str, list[range]]) -> None:
         with self._lock:
             for name, more in ranges.items():
-                self._free.setdefault(name, []).extend(more)
+                free = self._free.setdefault(name, [])
+                free.extend(more)
+                # Lowest first: two writes' reservations may come in either order.
+                free.sort(key=lambda ids: ids.start)
+
+    def give_back(self, entries: list, ids: list[int]) -> None:
+        """The ids taken for an import that was refused before anything was written (`take_for`)."""
+        taken: dict[str, list[int]] = {}
+        for entry in entries:
+            taken.setdefault(entry.record_type.name, []).append(ids[entry.index])
+        self.add_all({name: _runs(members) for name, members in taken.items()})
 
     def reserve_ahead(self, conn, counts: dict[str, int]) -> dict[str, list[range]]:
         """In the write transaction `conn` of an import that created `counts[name]` records of
@@ -122,3 +132,14 @@ def ids_in_order(entries: list, taken: dict[str, list[int]]) -> list[int]:
     """Each entry's id, given each type's ids in the order of its entries."""
     members = {name: iter(ids) for name, ids in taken.items()}
     return [next(members[entry.record_type.name]) for entry in entries]
+
+
+def _runs(ids: list[int]) -> list[range]:
+    """`ids` as ranges of consecutive ids."""
+    runs: list[range] = []
+    for record_id in sorted(ids):
+        if runs and runs[-1].stop == record_id:
+            runs[-1] = range(runs[-1].start, record_id + 1)
+        else:
+            runs.append(range(record_id, record_id + 1))
+    return runs

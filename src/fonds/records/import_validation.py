@@ -98,6 +98,8 @@ class ImportValidation:
         self._in_use = 0
         self._last_used = float("-inf")
         self._closed = registry_source is None  # nowhere to import the record types from
+        # The ids reserved ahead that the process was last said to hold go with it (`IdLeases`).
+        self._leases: IdLeases | None = None
 
     def validate(
         self, names: list[str], docs: list[dict], created: dict[str, str], lists, progress: Callable[[int], None] | None
@@ -149,6 +151,7 @@ class ImportValidation:
         self._release(pool)
         if "read_here" in answer:
             return None
+        self._leases = leases
         leases.held_elsewhere(answer["ids_left"])
         _raise_refused(answer, 0)
         if "cycle" in answer:
@@ -216,6 +219,7 @@ class ImportValidation:
             if broken and self._pool is pool:
                 log.error("the process validating large imports stopped; imports validate in the server until it starts again")
                 self._pool, self._started = None, None
+                self._forget_ids()
         if broken:
             self._shut(pool)
 
@@ -226,7 +230,13 @@ class ImportValidation:
                 return False
             pool, self._pool, self._started = self._pool, None, None
             _stop_with_tracker(pool)
+            self._forget_ids()
         return True
+
+    def _forget_ids(self) -> None:
+        """The process is gone, and the ids reserved ahead it held with it."""
+        if self._leases is not None:
+            self._leases.held_elsewhere({})
 
     def close(self) -> None:
         with self._lock:
@@ -369,17 +379,18 @@ def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, s
         temporary, final = {e.temporary_uri: e.record_type.uri(ids[e.index], scope[e.index]) for e in entries if e.temporary_uri}, True
     answer = _validated(registry_source, strict, lists, names, docs, temporary, body, final=final)
     answer["entries"] = [(entry.record_type.name, entry.temporary_uri) for entry in entries]
-    if ids is not None:
-        answer["ids"] = ids
-    answer["ids_left"] = _IDS_AHEAD.left()
     if "records" in answer:
         # Here rather than in the server, which holds the interpreter for the write of the import before.
         try:
             answer["order"] = creation_order(entries, answer["records"], temporary)
         except Invalid as error:
             answer["cycle"] = error.error
-        if ids is not None:
-            answer["linked"] = _linked(registry, entries, answer["records"], scope, ids)
+    if ids is not None and "order" in answer:
+        answer["ids"] = ids
+        answer["linked"] = _linked(registry, entries, answer["records"], scope, ids)
+    elif ids is not None:  # refused: its ids go to the next import
+        _IDS_AHEAD.give_back(entries, ids)
+    answer["ids_left"] = _IDS_AHEAD.left()
     return _pickled(answer)
 
 
