@@ -65,7 +65,7 @@ class InProcessValidation:
         leases.held_elsewhere(found["ids_left"])
         if "order" not in found:
             raise RuntimeError(f"the generated archive was refused: {found}")
-        return self.answer(found["entries"], found["records"], found["order"], found.get("ids"), found.get("linked"))
+        return self.answer.from_answer(found)
 
     def validate(self, *_args, **_kwargs) -> None:
         return None  # every body is read by the task above

@@ -69,6 +69,11 @@ class ReadAndValidated:
     ids: list[int] | None = None
     linked: refs.Portable | None = None
 
+    @classmethod
+    def from_answer(cls, answer: dict) -> ReadAndValidated:
+        """What the process's answer (`_read_and_validate`) holds, once it read and ordered every record."""
+        return cls(answer["entries"], answer["records"], answer["order"], answer.get("ids"), answer.get("linked"))
+
 
 class Refused(Exception):
     """A record the process refused: its place among the records sent, and why (as `prepare_doc` says)."""
@@ -156,7 +161,7 @@ class ImportValidation:
         _raise_refused(answer, 0)
         if "cycle" in answer:
             raise Invalid(answer["cycle"])
-        return ReadAndValidated(answer["entries"], answer["records"], answer["order"], answer.get("ids"), answer.get("linked"))
+        return ReadAndValidated.from_answer(answer)
 
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
