@@ -30,7 +30,7 @@ from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
 from fonds.search.engine import SearchEngine
 from fonds.storage import counts, migrate, siblings
-from fonds.storage.db import REQUEST_THREADS, Database, backend_name
+from fonds.storage.db import REQUEST_THREADS, Database, backend_name, sqlite_file
 from fonds.storage.quick import QuickReads
 
 log = logging.getLogger("fonds")
@@ -63,7 +63,8 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     counts.install(db, [record_type.name for record_type in REGISTRY])
     siblings.install(db, {t.name: t.tree.root_column for t in REGISTRY if t.is_tree_node})
-    records = RecordService(db, REGISTRY, settings, registry_source="fonds.model:REGISTRY")
+    writer = functools.partial(import_writer, settings) if sqlite_file(db.url) is not None else None
+    records = RecordService(db, REGISTRY, settings, registry_source=REGISTRY_SOURCE, import_writer=writer)
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)
     search = SearchEngine(settings, db, REGISTRY, records.render)
@@ -77,6 +78,19 @@ def open_services(settings: Settings) -> AppServices:
         sessions=SessionCache(),
         hashing=HashingGate(),
         quick=QuickReads(db.url),
+    )
+
+
+REGISTRY_SOURCE = "fonds.model:REGISTRY"
+
+
+def import_writer(settings: Settings) -> RecordService:
+    """The record service of a process writing large imports (`ImportValidation`): on SQLite the
+    imports of a bulk load are written by two such processes in turn, the server passing bodies
+    and answers. (On PostgreSQL the server writes them: that target is met, and its writes do not
+    wait for one another.)"""
+    return RecordService(
+        Database(settings.effective_database_url, database_metadata()), REGISTRY, settings, registry_source=REGISTRY_SOURCE
     )
 
 

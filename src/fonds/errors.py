@@ -34,6 +34,17 @@ class FondsError(Exception):
     def headers(self) -> dict[str, str]:
         return {}
 
+    def __reduce__(self):
+        # As raised: an error crosses from the processes writing large imports to the server,
+        # and Exception's own pickling would rebuild it from its message alone.
+        return _rebuilt, (self.__class__, self.error, self.extra), self.__dict__
+
+
+def _rebuilt(cls: type[FondsError], error: str | FieldErrors, extra: dict) -> FondsError:
+    rebuilt = cls.__new__(cls)
+    FondsError.__init__(rebuilt, error, **extra)
+    return rebuilt
+
 
 class BadRequest(FondsError):
     """400: the request itself is wrong (unparseable, bad parameter, reference to nothing)."""

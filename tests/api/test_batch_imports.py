@@ -17,16 +17,31 @@ from tests.records.helpers import instance, make_resource, make_subject
 from tests.records.tree_helpers import add_children, titles_in_order
 from tests.test_cli import run_cli
 
+IN_THE_SERVER, VALIDATED_ELSEWHERE, WRITTEN_ELSEWHERE = "in the server", "in a process of its own", "by the processes writing imports"
 
-@pytest.fixture(params=["in the server", "in a process of its own"], autouse=True)
+
+@pytest.fixture(params=[IN_THE_SERVER, VALIDATED_ELSEWHERE, WRITTEN_ELSEWHERE], autouse=True)
 def validated(request, app):
-    """Every test here runs twice: with the records validated in the server, and in the process
-    that validates large imports (records/import_validation.py), started before the test."""
-    if request.param == "in a process of its own":
-        validation = app.state.fonds.records.import_validation
+    """Every test here runs three times: with the records validated and written in the server;
+    validated in the process that validates large imports (records/import_validation.py) and
+    written in the server, as on PostgreSQL; and read, validated and written by the processes
+    writing large imports, as on SQLite. The processes are started before the test."""
+    validation = app.state.fonds.records.import_validation
+    if request.param == WRITTEN_ELSEWHERE and validation.writer is None:
+        pytest.skip("imports are written by processes of their own on a SQLite file only")
+    if request.param == VALIDATED_ELSEWHERE:
+        validation.writer = None
+    if request.param != IN_THE_SERVER:
         validation.min_records = 1
         validation.start().result(timeout=120)
     return request.param
+
+
+@pytest.fixture
+def written_here(validated):
+    """For a test that changes the server's own import path: imports written in the server."""
+    if validated == WRITTEN_ELSEWHERE:
+        pytest.skip("the import is written by another process, which the test cannot change")
 
 
 def archive(repo: int) -> list[dict]:
@@ -246,6 +261,7 @@ def validating_with(monkeypatch, meanwhile):
     monkeypatch.setattr(imports, "_validated", then_meanwhile)
 
 
+@pytest.mark.usefixtures("written_here")
 def test_a_record_created_while_an_import_is_validated_leaves_every_ref_at_its_own_record(api, repo, monkeypatch):
     """The import's records are validated before their ids are reserved, outside the write lock
     (their refs to each other point at stand-ins meanwhile): a create meanwhile gets an id before
@@ -269,6 +285,7 @@ def test_a_record_created_while_an_import_is_validated_leaves_every_ref_at_its_o
     assert series["subjects"] == [{"ref": saved["/subjects/import_s"]}]
 
 
+@pytest.mark.usefixtures("written_here")
 def test_an_import_whose_value_lists_change_while_it_is_validated_is_checked_again_and_stored(api, repo, monkeypatch):
     from fonds.records import value_lists
 
@@ -305,7 +322,7 @@ def leases_from_two_records(monkeypatch):
     monkeypatch.setattr(IdLeases, "LEAST", 2)
 
 
-@pytest.mark.usefixtures("leases_from_two_records")
+@pytest.mark.usefixtures("leases_from_two_records", "written_here")
 def test_ids_reserved_ahead_by_an_import_go_to_the_next_and_to_no_other_writer(app, api, repo):
     first = import_subjects(api, repo, "first", 3)
     created = int(make_subject(api, "Single").rsplit("/", 1)[1])
@@ -366,6 +383,69 @@ def test_an_import_given_the_ids_reserved_ahead_refers_to_its_own_records_by_the
         assert item["parent"]["ref"] == series["uri"] and item["resource"]["ref"] == series["resource"]["ref"] == resource
         assert series["subjects"][0]["_resolved"]["title"] == f"Imported topic {n}"
         assert titles_in_order(api, resource) == ["Series"] and titles_in_order(api, resource, series["uri"]) == ["Item"]
+
+
+def collection(repo: int, tag: str, components: int) -> list[dict]:
+    """A subject, a resource and its components: a series, and files under it referring to the subject."""
+    base = f"/repositories/{repo}"
+    subject = {"jsonmodel_type": "subject", "uri": f"/subjects/{tag}", "title": f"Topic {tag}", "source": "local", "terms": []}
+    resource = {"jsonmodel_type": "resource", "uri": f"{base}/resources/{tag}", "title": tag, "id_0": tag, "level": "collection"}
+    series = {"jsonmodel_type": "archival_object", "uri": f"{base}/archival_objects/{tag}_s", "title": "Series", "level": "series"}
+    files = [
+        {"jsonmodel_type": "archival_object", "uri": f"{base}/archival_objects/{tag}_{n}", "title": f"File {n}", "level": "file"}
+        | {"parent": {"ref": series["uri"]}, "subjects": [{"ref": subject["uri"]}]}
+        for n in range(components - 1)
+    ]
+    return [subject, resource, *[component | {"resource": {"ref": resource["uri"]}} for component in [series, *files]]]
+
+
+def test_imports_large_enough_to_reserve_ids_ahead_refer_to_their_own_records_among_creates(api, repo):
+    """Imports of IdLeases.LEAST records and more reserve ids ahead for the ones after them
+    (by the server, or by each process writing imports), with single creates in between."""
+    imported, created = [], []
+    for n in range(4):
+        tag = f"big{n}"
+        response = api.post(f"/repositories/{repo}/batch_imports", json=collection(repo, tag, IdLeases.LEAST))
+        assert response.status_code == 200, response.text
+        saved = response.json()[-1]["saved"]
+        imported.append((tag, saved))
+        created.append(make_subject(api, f"Single {n}"))
+    ids = [(key.split("/")[-2], value[1]) for _, saved in imported for key, value in saved.items()]
+    ids += [(uri.split("/")[-2], int(uri.rsplit("/", 1)[1])) for uri in created]
+    assert len(set(ids)) == len(ids)
+    for tag, saved in imported:
+        uri = {temporary: value[0] for temporary, value in saved.items()}
+        base = f"/repositories/{repo}"
+        series = uri[f"{base}/archival_objects/{tag}_s"]
+        last = api.get(uri[f"{base}/archival_objects/{tag}_{IdLeases.LEAST - 2}"]).json()
+        assert (last["title"], last["parent"]["ref"], last["resource"]["ref"]) == (
+            f"File {IdLeases.LEAST - 2}",
+            series,
+            uri[f"{base}/resources/{tag}"],
+        )
+        assert last["subjects"] == [{"ref": uri[f"/subjects/{tag}"]}]
+        assert api.get(f"{series}/children").json()[-1]["uri"] == last["uri"]
+    assert [api.get(uri).json()["title"] for uri in created] == [f"Single {n}" for n in range(4)]
+
+
+def test_a_large_import_on_a_sqlite_file_is_written_by_a_process_writing_imports(api, repo, validated, monkeypatch):
+    """The server's own write path is not used (made to fail here), nor its ids reserved ahead."""
+    from fonds.records import imports
+
+    if validated != WRITTEN_ELSEWHERE:
+        pytest.skip("a test of the processes writing imports")
+
+    def fail(*_args, **_kwargs):
+        raise AssertionError("written in the server")
+
+    monkeypatch.setattr(imports, "_import", fail)
+    response = api.post(f"/repositories/{repo}/batch_imports", json=collection(repo, "elsewhere", 5))
+    assert response.status_code == 200, response.text
+    saved = {temporary: value[0] for temporary, value in response.json()[-1]["saved"].items()}
+    resource = saved[f"/repositories/{repo}/resources/elsewhere"]
+    assert titles_in_order(api, resource) == ["Series"]
+    assert api.get(resource).json()["title"] == "elsewhere"
+    assert api.get(f"/repositories/{repo}/search", params={"q": "elsewhere", "type[]": "resource", "page": 1}).json()["total_hits"] == 1
 
 
 def subjects_and_an_accession(repo: int, *extra_refs: dict) -> list[dict]:

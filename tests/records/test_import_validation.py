@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 import pytest
@@ -17,12 +18,18 @@ from fonds.records.validation import MAX_DEPTH
 from tests.api.test_enumerations import EXTENTS, add_values
 
 
-@pytest.fixture
-def validation(app):
-    """The app's validating process, started, taking every import."""
+@pytest.fixture(params=["validating", "writing"])
+def validation(request, app):
+    """The app's processes, started, taking every import: one validating imports that the server
+    writes (as on PostgreSQL), or those writing them (as on a SQLite file)."""
     found = app.state.fonds.records.import_validation
+    if request.param == "writing" and found.writer is None:
+        pytest.skip("imports are written by processes of their own on a SQLite file only")
+    if request.param == "validating":
+        found.writer = None
     found.min_records = 1
     found.start().result(timeout=120)
+    assert wait_until(lambda: len(process_ids(found)) == (1 if found.writer is None else import_validation.WRITERS))
     return found
 
 
@@ -148,16 +155,55 @@ def test_the_process_checks_values_against_the_lists_the_import_read(api, repo, 
 
 
 def test_an_import_is_validated_in_the_server_when_the_process_is_gone(api, repo, validation, reading):
-    [pid] = process_ids(validation)
-    os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: not alive(pid))
+    pids = process_ids(validation)
+    pool = validation._pool
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not any(alive(pid) for pid in pids))
+    # Once the pool knows (an import sent to a process that died with it may have been written: 503).
+    assert wait_until(lambda: pool._broken)
     response = api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "K", 3))
     assert response.status_code == 200, response.text
     assert len(response.json()[-1]["saved"]) == 3
-    # A later import starts the process again.
+    # A later import starts the processes again.
     validation.start().result(timeout=120)
-    assert process_ids(validation) and process_ids(validation) != [pid]
+    assert process_ids(validation) and not set(process_ids(validation)) & set(pids)
     assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "M", 3)).status_code == 200
+
+
+def cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_an_import_whose_writing_process_dies_is_refused_with_503_and_written_all_or_none(api, repo, validation):
+    if validation.writer is None:
+        pytest.skip("a test of the processes writing imports")
+    pids = process_ids(validation)
+
+    def settled() -> bool:  # done starting up
+        ticks = [cpu_ticks(pid) for pid in pids]
+        time.sleep(0.3)
+        return ticks == [cpu_ticks(pid) for pid in pids]
+
+    assert wait_until(settled)
+    before = {pid: cpu_ticks(pid) for pid in pids}
+    with ThreadPoolExecutor(1) as requests:
+        # Seconds of work for the process that takes it: killed once it has begun.
+        sent = requests.submit(api.post, f"/repositories/{repo}/batch_imports", json=accessions(repo, "X", 20_000))
+        assert wait_until(lambda: any(cpu_ticks(pid) > before[pid] + 20 for pid in pids))
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        response = sent.result()
+    assert response.status_code == 503, response.text
+    assert "stopped before it answered" in response.json()["error"] and response.headers["Retry-After"]
+    stored = len(api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json())
+    assert stored in (0, 20_000)
+    # The next import is written (in the server, then by processes started again).
+    assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "Y", 3)).status_code == 200
+    validation.start().result(timeout=120)
+    assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "Z", 3)).status_code == 200
 
 
 def children() -> set[int]:
@@ -174,9 +220,9 @@ def children() -> set[int]:
 
 def test_the_process_stops_once_idle_and_leaves_no_process_behind(api, repo, validation):
     assert api.post(f"/repositories/{repo}/batch_imports", json=accessions(repo, "I", 2)).status_code == 200
-    [pid] = process_ids(validation)
+    pids = process_ids(validation)
     started = children()
-    assert pid in started and len(started) >= 2  # the process, and multiprocessing's resource tracker
+    assert set(pids) <= started and len(started) >= len(pids) + 1  # the processes, and multiprocessing's resource tracker
     assert validation.stop_if_idle(idle_seconds=3600) is False
     assert validation.stop_if_idle(idle_seconds=0) is True
     assert wait_until(lambda: not children() & started)
@@ -195,8 +241,9 @@ def test_the_process_stops_with_the_app(settings):
     with TestClient(app):
         validation = app.state.fonds.records.import_validation
         validation.start().result(timeout=120)
-        [pid] = process_ids(validation)
-    assert wait_until(lambda: not alive(pid))
+        assert wait_until(lambda: len(process_ids(validation)) == import_validation.WRITERS)
+        pids = process_ids(validation)
+    assert wait_until(lambda: not any(alive(pid) for pid in pids))
 
 
 # What differs between two imports of the same records: when and as whom they were stored.

@@ -11,11 +11,20 @@ accession) is derived there too and comes back as the JSON the server stores, bu
 stand-in ids of its refs to the batch's records and what the write adds: the server neither
 builds nor frees its dicts (a third of its work on such a record).
 
-The process is spawned (the server has threads) when the first large import comes, which
-validates in the server meanwhile; it is stopped once no import has used it for
-`IDLE_SECONDS` (`stop_if_idle`), and its memory is the server's while it runs. It validates
-against the value lists the import read (sent along); should it fail to start or die, imports
-validate in the server, as smaller ones always do."""
+On a SQLite file (`writer`), two processes take such imports instead, and each reads,
+validates and writes the imports it is sent (`import_body`), through the same import path as
+the server's (records/imports.py), taking turns for the writes (`Database.take_bulk_turns`):
+the server only passes bodies and answers. With one process validating and the server writing,
+the server's interpreter, which the write, the next import's preparation and the answers all
+held, bounded a bulk load at ~0.85 of a core. Each writing process reserves ids ahead for the
+imports it writes next (records/id_leases.py).
+
+The processes are spawned (the server has threads) when the first large import comes, which is
+imported in the server meanwhile; they are stopped once no import has used them for
+`IDLE_SECONDS` (`stop_if_idle`), and their memory is the server's while they run. A validating
+process validates against the value lists the import read (sent along); a writing one reads
+them in its own transactions. Should one fail to start or die, imports are validated and
+written in the server, as smaller ones always are."""
 
 from __future__ import annotations
 
@@ -35,7 +44,7 @@ from multiprocessing import resource_tracker
 
 import orjson
 
-from fonds.errors import BadRequest, Invalid
+from fonds.errors import BadRequest, FondsError, Invalid, ServiceBusy
 from fonds.records import refs
 from fonds.records.id_leases import IdLeases
 from fonds.records.import_entries import (
@@ -95,8 +104,10 @@ class ImportValidation:
     # A stream of imports follows one another within a second; past this the ~90 MB go back.
     IDLE_SECONDS = 10.0
 
-    def __init__(self, registry_source: str | None, *, strict: bool, min_records: int):
-        self.registry_source, self.strict, self.min_records = registry_source, strict, min_records
+    def __init__(self, registry_source: str | None, *, strict: bool, min_records: int, writer: Callable[[], object] | None = None):
+        """`writer`: builds, in a process of its own, the record service large imports are
+        written with there (SQLite; None: they are only validated there, and written here)."""
+        self.registry_source, self.strict, self.min_records, self.writer = registry_source, strict, min_records, writer
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._started: Future | None = None
@@ -154,14 +165,41 @@ class ImportValidation:
             self._release(pool)
             raise
         self._release(pool)
-        if "read_here" in answer:
+        if "read_here" not in answer:
+            self._leases = leases
+            leases.held_elsewhere(answer["ids_left"])
+        return _read(answer)
+
+    def import_body(self, body: bytes, repo_id: int, actor, creatable: frozenset[str]):
+        """A large batch import's body imported by one of the processes writing imports (SQLite,
+        `writer`): its `imports.Imported`, or an error it raised as it would be raised here
+        (`creatable`: the names of the types `actor` may create). None: import it here (no
+        writing processes, a small body or one past BODY_BYTES, or the processes not ready)."""
+        if self.writer is None or not self.min_records or len(body) > BODY_BYTES or body.count(b'"jsonmodel_type"') < self.min_records:
             return None
-        self._leases = leases
-        leases.held_elsewhere(answer["ids_left"])
-        _raise_refused(answer, 0)
-        if "cycle" in answer:
-            raise Invalid(answer["cycle"])
-        return ReadAndValidated.from_answer(answer)
+        pool = self._acquire()
+        if pool is None:
+            return None
+        try:
+            future = pool.submit(_import, self.writer, body, repo_id, actor, creatable)
+        except RuntimeError:  # BrokenProcessPool, or the pool shut down: nothing was sent
+            self._release(pool, broken=True)
+            return None
+        try:
+            answer = pickle.loads(future.result())
+        except (RuntimeError, CancelledError):
+            self._release(pool, broken=True)
+            # It may have committed before it stopped: importing it here could create it twice.
+            raise ServiceBusy(
+                "The process writing this import stopped before it answered: look for its records before sending it again", retry_after=1
+            ) from None
+        except BaseException:
+            self._release(pool)
+            raise
+        self._release(pool)
+        if "error" in answer:
+            raise answer["error"]
+        return answer["imported"]
 
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
@@ -209,8 +247,13 @@ class ImportValidation:
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
         try:
-            self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_prepare_process)
-            self._started = self._pool.submit(_ready, self.registry_source, self.strict)
+            if self.writer is None:
+                self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_prepare_process)
+                self._started = self._pool.submit(_ready, self.registry_source, self.strict)
+            else:
+                self._pool = ProcessPoolExecutor(WRITERS, mp_context=context, initializer=_prepare_process)
+                # One task each (a process is spawned for a task no process is idle for).
+                self._started, *_ = [self._pool.submit(_ready_to_write, self.writer) for _ in range(WRITERS)]
             self._started.add_done_callback(_log_failed_start)
         except OSError:
             log.exception("could not start the process validating large imports; they validate in the server")
@@ -259,6 +302,32 @@ class ImportValidation:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+class InProcessValidation:
+    """A process writing imports reads and validates the bodies it is sent itself, as the
+    process validating imports for a server does (`read_and_validate`: the server sends only
+    large ones), taking the ids reserved ahead by its own writes."""
+
+    running = False
+
+    def __init__(self, settings_of: ImportValidation):
+        self.registry_source, self.strict = settings_of.registry_source, settings_of.strict
+
+    def read_and_validate(self, body: bytes, repo_id: int, lists, leases: IdLeases) -> ReadAndValidated | None:
+        return _read(_read_and_validated(self.registry_source, body, repo_id, lists, self.strict, leases))
+
+    def validate(self, *_args, **_kwargs) -> None:
+        return None
+
+    def import_body(self, *_args, **_kwargs) -> None:
+        return None
+
+    def stop_if_idle(self, idle_seconds: float = 0.0) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
 def _stop_with_tracker(pool: ProcessPoolExecutor) -> None:
     """Stop the pool, then the resource tracker multiprocessing started with it (a process of
     ~15 MB, 8 of them its own, that would otherwise stay for the server's lifetime; the next
@@ -273,6 +342,17 @@ def _stop_with_tracker(pool: ProcessPoolExecutor) -> None:
 def _log_failed_start(started: Future) -> None:
     if not started.cancelled() and started.exception() is not None:
         log.error("the process validating large imports did not start; they validate in the server", exc_info=started.exception())
+
+
+def _read(answer: dict) -> ReadAndValidated | None:
+    """What `_read_and_validated` answered: None if the server is to read the body itself; a
+    record refused or a cycle among them raised, as it is raised in the server."""
+    if "read_here" in answer:
+        return None
+    _raise_refused(answer, 0)
+    if "cycle" in answer:
+        raise Invalid(answer["cycle"])
+    return ReadAndValidated.from_answer(answer)
 
 
 def _raise_refused(answer: dict, start: int) -> None:
@@ -365,19 +445,23 @@ _IDS_AHEAD = IdLeases()
 
 
 def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, strict: bool, ids_ahead: dict[str, list[range]]) -> bytes:
-    """`ImportValidation.read_and_validate` in the process: `_validated`'s answer, with each
-    record's (type name, temporary URI) as `entries` and, taken from the ids reserved ahead, their
-    `ids`; or `read_here`."""
+    """`ImportValidation.read_and_validate` in the process."""
     _collect_leftovers()
     _IDS_AHEAD.add_all(ids_ahead)
+    return _pickled(_read_and_validated(registry_source, body, repo_id, lists, strict, _IDS_AHEAD))
+
+
+def _read_and_validated(registry_source: str, body: bytes, repo_id: int, lists, strict: bool, leases: IdLeases) -> dict:
+    """`_validated`'s answer, with each record's (type name, temporary URI) as `entries` and,
+    taken from the ids reserved ahead (`leases`), their `ids`; or `read_here`."""
     registry, _ = _preparer(registry_source, strict)
     try:
         entries = parse_entries(registry, parse_records(body))
     except BadRequest:  # the server words it, reading the body itself
-        return _pickled({"read_here": True})
+        return {"read_here": True}
     names, docs = taken_docs(entries)
     scope = scopes(entries, repo_id)
-    ids = _IDS_AHEAD.take_for(entries)
+    ids = leases.take_for(entries)
     if ids is None:
         temporary, final = stand_ins(entries, scope), False
     else:
@@ -394,9 +478,50 @@ def _read_and_validate(registry_source: str, body: bytes, repo_id: int, lists, s
         answer["ids"] = ids
         answer["linked"] = _linked(registry, entries, answer["records"], scope, ids)
     elif ids is not None:  # refused: its ids go to the next import
-        _IDS_AHEAD.give_back(entries, ids)
-    answer["ids_left"] = _IDS_AHEAD.left()
-    return _pickled(answer)
+        leases.give_back(entries, ids)
+    answer["ids_left"] = leases.left()
+    return answer
+
+
+# -- in a process writing imports ----------------------------------------------------------------
+
+# Processes writing large imports (SQLite), in turn: while one writes an import, the other reads
+# and validates the next. The server then only passes bodies and answers; with one process
+# validating for a server writing them, the server's interpreter (0.85 of a core, whatever the
+# imports in flight) bounded a load.
+WRITERS = 2
+
+# The record service this process writes imports with (`ImportValidation.writer`).
+_WRITER = None
+
+
+def _writer_service(writer: Callable[[], object]):
+    global _WRITER
+    if _WRITER is None:
+        service = writer()
+        service.db.take_bulk_turns()
+        service.import_validation = InProcessValidation(service.import_validation)
+        _WRITER = service
+        gc.freeze()  # never garbage: not walked by each task's collection
+    return _WRITER
+
+
+def _ready_to_write(writer: Callable[[], object]) -> bool:
+    _writer_service(writer)
+    return True
+
+
+def _import(writer: Callable[[], object], body: bytes, repo_id: int, actor, creatable: frozenset[str]) -> bytes:
+    """`ImportValidation.import_body` in the process: `imported`, or the `error` raised."""
+    from fonds.records.imports import import_batch  # which imports this module
+
+    _collect_leftovers()
+    service = _writer_service(writer)
+    try:
+        imported = import_batch(service, body, repo_id=repo_id, actor=actor, may_create=lambda record_type: record_type.name in creatable)
+    except FondsError as error:
+        return _pickled({"error": error})
+    return _pickled({"imported": imported})
 
 
 def _linked(registry, entries: list[Entry], records: list[Prepared], scope: dict, ids: list[int]) -> refs.Portable | None:

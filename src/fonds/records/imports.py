@@ -143,13 +143,26 @@ def import_batch(
 
     The write lock is held only for the write, and for the short transaction reserving the
     records' ids once they are validated: validation goes on while other writes do (another
-    import's included)."""
+    import's included). On SQLite a large body is imported by a process writing imports, the
+    same way (`ImportValidation.import_body`)."""
+    if isinstance(records, bytes) and progress is None:
+        imported = _written_elsewhere(service, records, repo_id, actor, may_create)
+        if imported is not None:
+            return imported
     try:
         with BULK_IMPORTS.one():
             # Its records are let go as `_import` returns, before the collector is back on.
             return _import(service, records, repo_id=repo_id, actor=actor, may_create=may_create, progress=progress)
     finally:
         _close_bulk_connection_when_idle(service.db)
+
+
+def _written_elsewhere(service, body: bytes, repo_id: int, actor, may_create: Callable[[RecordType], bool]) -> Imported | None:
+    creatable = frozenset(t.name for t in service.registry if "create" in t.actions and may_create(t))
+    imported = service.import_validation.import_body(body, repo_id, actor, creatable)
+    if imported is not None:
+        service.db.wrote()
+    return imported
 
 
 def _close_bulk_connection_when_idle(db) -> None:

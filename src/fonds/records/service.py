@@ -5,6 +5,7 @@ also appends to the change log; reads serve the stored JSON bytes as they are.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -64,9 +65,18 @@ def parse_body(body: bytes) -> dict:
 
 
 class RecordService:
-    def __init__(self, db: Database, registry: Registry, settings: Settings, *, registry_source: str | None = None):
+    def __init__(
+        self,
+        db: Database,
+        registry: Registry,
+        settings: Settings,
+        *,
+        registry_source: str | None = None,
+        import_writer: Callable[[], RecordService] | None = None,
+    ):
         """`registry_source`: where another process imports `registry` from ("module:NAME"), for
-        the process that validates large imports (none without it)."""
+        the process that validates large imports (none without it). `import_writer`: builds the
+        record service of the processes that write large imports (SQLite), in each of them."""
         self.db, self.registry, self.settings = db, registry, settings
         self.schemas = SchemaSet(load_schema_files(), {t.name for t in registry})
         self.value_lists = ListCache(db)
@@ -74,7 +84,10 @@ class RecordService:
         self.preparer = RecordPreparer(self.schemas, registry, self.value_lists, strict=settings.strict_validation)
         self.validator, self.defaults = self.preparer.validator, self.preparer.defaults
         self.import_validation = ImportValidation(
-            registry_source, strict=settings.strict_validation, min_records=settings.import_process_records if registry_source else 0
+            registry_source,
+            strict=settings.strict_validation,
+            min_records=settings.import_process_records if registry_source else 0,
+            writer=import_writer,
         )
         self.grouped_creates = GroupedCreates(self)
         self.id_leases = IdLeases()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import select
 import threading
 import time
@@ -121,6 +123,33 @@ def writers_take_turns(conn: Connection) -> bool:
     return conn.dialect.name == "sqlite"
 
 
+def sqlite_file(url: str) -> str | None:
+    """The file of a SQLite database on disk; None for another database or one in memory."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:" or "mode=memory" in url:
+        return None
+    return parsed.database
+
+
+class BulkTurns:
+    """A lock processes writing to one SQLite file take turns with (`flock` on a file beside
+    it): one waiting for SQLite's own lock polls it, with sleeps of up to 100 ms (its busy
+    handler) that would leave it idle, where one waiting for this lock is woken as it is
+    released. Released by the kernel if its holder dies."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
 def leave_pool(conn: Connection) -> None:
     """SQLite: close `conn` when it is released instead of pooling it, for a connection that ran
     bulk work. SQLite keeps up to 128 prepared statements a connection, and those of bulk work
@@ -166,11 +195,17 @@ class Database:
         self._open_read = threading.local()
         # Called after every committed write (the search indexer wakes up to apply the change).
         self.after_write: list[Callable[[], None]] = []
+        # SQLite: the lock the processes writing large imports share (`take_bulk_turns`), else None.
+        self.bulk_turns: BulkTurns | None = None
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
         with self._transaction() as conn:
             yield conn
+        self.wrote()
+
+    def wrote(self) -> None:
+        """Tell the listeners a write committed (in this process, or one it asked to write)."""
         for listener in self.after_write:
             listener()
 
@@ -200,7 +235,7 @@ class Database:
             with self.write() as conn:
                 yield conn
             return
-        with self._write_lock:
+        with self._write_lock, self._bulk_turn():
             conn = self._bulk or self._open_bulk()
             try:
                 with conn.begin():
@@ -212,8 +247,22 @@ class Database:
                 raise
             finally:
                 self._bulk_used = time.monotonic()
-        for listener in self.after_write:
-            listener()
+        self.wrote()
+
+    def take_bulk_turns(self) -> None:
+        """This process is one of those writing large imports to this SQLite file, which take
+        turns for their bulk writes (`BulkTurns`)."""
+        path = sqlite_file(self.url)
+        if path is not None:
+            self.bulk_turns = BulkTurns(f"{path}-imports.lock")
+
+    @contextmanager
+    def _bulk_turn(self) -> Iterator[None]:
+        if self.bulk_turns is None:
+            yield
+            return
+        with self.bulk_turns:
+            yield
 
     def _open_bulk(self) -> Connection:
         conn = self.engine.connect().execution_options(fonds_write=True)

@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from sqlalchemy.engine import make_url
 
-from fonds.storage.db import SQLITE_CACHE_KIB, pg_options
+from fonds.storage.db import SQLITE_CACHE_KIB, pg_options, sqlite_file
 
 # Idle connections kept: concurrent users are the event loop plus the odd request thread.
 KEEP = 8
@@ -48,9 +48,7 @@ class QuickReads:
     def __init__(self, url: str):
         parsed = make_url(url)
         self.kind = parsed.get_backend_name()
-        self.available = self.kind == "postgresql" or (
-            self.kind == "sqlite" and bool(parsed.database) and parsed.database != ":memory:" and "mode=memory" not in url
-        )
+        self.available = self.kind == "postgresql" or sqlite_file(url) is not None
         # Whether a read waits on the network (PostgreSQL): the caller then runs it in a thread.
         self.blocking = self.kind == "postgresql"
         self._target = (

@@ -21,6 +21,8 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 
+from fonds.storage import counts
+
 log = logging.getLogger("fonds.storage")
 
 # Loads smaller than this leave statistics as they were (analysing costs more than it helps).
@@ -64,17 +66,27 @@ def analyze(db, table_names: Iterable[str]) -> None:
     with db.write() as conn:
         conn.exec_driver_sql(f"PRAGMA analysis_limit={SQLITE_ANALYSIS_LIMIT}")
         for name in names:
-            top = conn.exec_driver_sql(f"SELECT coalesce(max(rowid), 0) FROM {quote(name)}").scalar_one()
+            rows = _sqlite_rows(conn, name)
             last = _SQLITE_ANALYSED.get((db.url, name))
-            if last is None or top >= last * (1 + STALE_SHARE) + BULK_LOAD_RECORDS:
+            if last is None or rows >= last * (1 + STALE_SHARE) + BULK_LOAD_RECORDS:
                 conn.exec_driver_sql(f"ANALYZE {quote(name)}")
-                _SQLITE_ANALYSED[(db.url, name)] = top
+                _SQLITE_ANALYSED[(db.url, name)] = rows
 
 
-# SQLite keeps no count of the rows changed since a table was analysed: the highest rowid when
-# this process last analysed it stands in (tables grow by appending; after a restart a table is
-# analysed at its next bulk load).
+# SQLite keeps no count of the rows changed since a table was analysed: its rows when this process
+# last analysed it stand in (tables grow by appending; after a restart a table is analysed at its
+# next bulk load).
 _SQLITE_ANALYSED: dict[tuple[str, str], int] = {}
+
+
+def _sqlite_rows(conn, name: str) -> int:
+    """A record table's rows as counted (storage/counts.py); another's highest rowid (the link and
+    change tables, which grow by appending). Not a record table's highest id: ids reserved ahead
+    for imports and never used (records/id_leases.py) leave gaps."""
+    counted = conn.exec_driver_sql("SELECT sum(n) FROM record_bucket WHERE record_type = ? AND bucket = ?", (name, counts.TOTAL)).scalar()
+    if counted is not None:
+        return counted
+    return conn.exec_driver_sql(f"SELECT coalesce(max(rowid), 0) FROM {conn.dialect.identifier_preparer.quote(name)}").scalar_one()
 
 
 def after_bulk_load(
