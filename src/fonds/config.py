@@ -60,7 +60,7 @@ class Settings:
     )
     import_process_records: int = _setting(
         1000,
-        "Batch imports of at least this many records are validated in a process of their own, side by side with the server's writes: a bulk load then uses a second core, and ~100 MB more memory while it runs. The process starts with the first such import (which validates in the server meanwhile) and stops 10-20 s after the last one. A number larger than any import keeps validation in the server.",
+        "Batch imports of at least this many records go to processes of their own. On a SQLite file two such processes read, validate and write them, taking turns to write: a bulk load then uses both cores, the server only passing bodies and answers, and ~150 MB more memory for each while they run. On PostgreSQL one process validates them beside the server's writes (~90 MB). The processes start with the first such import (imported in the server meanwhile) and stop 10-20 s after the last one. A number larger than any import keeps imports in the server.",
     )
     strict_validation: bool = _setting(
         False, "Refuse (400) records missing what ArchivesSpace requires beyond Fonds' minimum, instead of warning."
