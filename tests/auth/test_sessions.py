@@ -6,12 +6,15 @@ import dataclasses
 import datetime
 import hashlib
 import re
+import sqlite3
+import time
 import warnings
 
 import pytest
 from sqlalchemy import select, update
 
 from fonds.app import create_app
+from fonds.storage.db import sqlite_file
 from tests.factories import ADMIN_PASSWORD
 
 with warnings.catch_warnings():
@@ -305,6 +308,32 @@ def test_a_session_used_within_the_limit_stays(client, repo):
     token = token_of(client)
     age_sessions(client.app, 600)
     assert accessions_with(client, repo, {"X-Service-Session": token}).status_code == 200
+
+
+def test_a_session_due_a_touch_is_served_at_once_while_another_process_writes(client, repo, settings):
+    """Its last use is then left as it was (the next request records it), rather than waiting
+    for the write (a large import written by another process holds SQLite's lock for seconds)."""
+    db = client.app.state.fonds.db
+    path = sqlite_file(db.url)
+    if path is None:
+        pytest.skip("SQLite's one write lock")
+    token = token_of(client)
+    age_sessions(client.app, 600)
+    before = [row.last_used_at for row in session_rows(client.app) if row.token_hash == hashlib.sha256(token.encode()).hexdigest()]
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        assert accessions_with(client, repo, {"X-ArchivesSpace-Session": token}).status_code == 200
+        assert time.monotonic() - started < 5  # not SQLite's busy timeout of 30 s
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    after = [row.last_used_at for row in session_rows(client.app) if row.token_hash == hashlib.sha256(token.encode()).hexdigest()]
+    assert after == before
+    assert accessions_with(client, repo, {"X-ArchivesSpace-Session": token}).status_code == 200
+    touched = [row.last_used_at for row in session_rows(client.app) if row.token_hash == hashlib.sha256(token.encode()).hexdigest()]
+    assert touched[0] > before[0]
 
 
 def test_logout(client, repo):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DisconnectionError, OperationalError
 
 from fonds.storage import driver
 
@@ -121,6 +122,22 @@ def writers_take_turns(conn: Connection) -> bool:
     BEGIN IMMEDIATE, `Database.write`): no other writer's change can come between what it reads
     and what it writes, so row locks and checks against concurrent writers are not needed."""
     return conn.dialect.name == "sqlite"
+
+
+def _begun_at_once(conn: Connection):
+    """`conn.begin()` (SQLite: BEGIN IMMEDIATE), or None if another connection holds the write
+    lock, without waiting for it (the busy timeout set aside meanwhile)."""
+    raw = conn.connection.dbapi_connection
+    raw.execute("PRAGMA busy_timeout=0")
+    try:
+        return conn.begin()
+    except OperationalError as error:
+        if getattr(error.orig, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
+            raise
+        conn.rollback()
+        return None
+    finally:
+        raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
 
 
 def sqlite_file(url: str) -> str | None:
@@ -293,8 +310,9 @@ class Database:
 
     @contextmanager
     def write_if_free(self) -> Iterator[Connection | None]:
-        """A write transaction, or None at once if another write of this process holds the SQLite
-        lock: for bookkeeping (a session's last use) that must not wait behind a long write."""
+        """A write transaction, or None at once if another write holds the SQLite lock (of this
+        process, or of another: a process writing a large import): for bookkeeping (a session's
+        last use) that must not wait behind a long write."""
         if self._write_lock is None:
             with self.write() as conn:
                 yield conn
@@ -303,9 +321,14 @@ class Database:
             yield None
             return
         try:
-            with self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
-                _start(conn, self.tables)
-                yield conn
+            with self.engine.connect().execution_options(fonds_write=True) as conn:
+                transaction = _begun_at_once(conn)
+                if transaction is None:
+                    yield None
+                    return
+                with transaction:
+                    _start(conn, self.tables)
+                    yield conn
         finally:
             self._write_lock.release()
 
