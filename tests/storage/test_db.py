@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 import psycopg
 import pytest
 
-from fonds.storage.db import BULK_CACHE_KIB, BULK_IDLE_SECONDS
+from fonds.storage.db import BULK_CACHE_KIB, BULK_IDLE_SECONDS, sqlite_file
 
 PG_URL = os.environ.get("FONDS_TEST_DATABASE_URL")
 
@@ -99,3 +101,28 @@ def test_the_bulk_connection_is_closed_once_imports_stop(app, api, repo):
     while db.bulk_connection_open:
         assert time.monotonic() < deadline, "the bulk connection stayed open after the imports stopped"
         time.sleep(0.05)
+
+
+def test_writers_to_a_sqlite_file_take_turns_by_a_lock_beside_it(app, api, repo):
+    """Another process holding the turn (here: the lock file taken through another open file)
+    makes a write wait until it lets go, and a session's touch (`write_if_free`) skip at once."""
+    db = app.state.fonds.db
+    path = sqlite_file(db.url)
+    if path is None:
+        pytest.skip("SQLite on a file")
+    other = os.open(f"{path}-write.lock", os.O_RDWR)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            created = pool.submit(api.create, "/subjects", {"jsonmodel_type": "subject", "title": "Waited", "source": "local", "terms": []})
+            time.sleep(0.5)
+            assert not created.done()
+            with db.write_if_free() as conn:
+                assert conn is None
+            fcntl.flock(other, fcntl.LOCK_UN)
+            uri = created.result(timeout=10)["uri"]
+    finally:
+        os.close(other)
+    assert api.get(uri).json()["title"] == "Waited"
+    with db.write_if_free() as conn:
+        assert conn is not None

@@ -13,7 +13,7 @@ builds nor frees its dicts (a third of its work on such a record).
 
 On a SQLite file (`writer`), two processes take such imports instead, and each reads,
 validates and writes the imports it is sent (`import_body`), through the same import path as
-the server's (records/imports.py), taking turns for the writes (`Database.take_bulk_turns`):
+the server's (records/imports.py), taking turns for the writes (`storage.db.WriteTurns`):
 the server only passes bodies and answers. With one process validating and the server writing,
 the server's interpreter, which the write, the next import's preparation and the answers all
 held, bounded a bulk load at ~0.85 of a core. Each writing process reserves ids ahead for the
@@ -499,7 +499,6 @@ def _writer_service(writer: Callable[[], object]):
     global _WRITER
     if _WRITER is None:
         service = writer()
-        service.db.take_bulk_turns()
         service.import_validation = InProcessValidation(service.import_validation)
         _WRITER = service
         gc.freeze()  # never garbage: not walked by each task's collection

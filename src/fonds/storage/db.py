@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -148,23 +149,45 @@ def sqlite_file(url: str) -> str | None:
     return parsed.database
 
 
-class BulkTurns:
-    """A lock processes writing to one SQLite file take turns with (`flock` on a file beside
-    it): one waiting for SQLite's own lock polls it, with sleeps of up to 100 ms (its busy
-    handler) that would leave it idle, where one waiting for this lock is woken as it is
-    released. Released by the kernel if its holder dies."""
+class WriteTurns:
+    """The lock the processes writing to one SQLite file take turns with, before SQLite's own:
+    `flock` on a file beside it (`<file>-write.lock`). One waiting for SQLite's lock polls it,
+    with sleeps of up to 100 ms (its busy handler): while two processes wrote large imports in
+    turn, a process polling for it found it free only between their writes, if at all. One
+    waiting for this lock is woken as it is released, and the kernel releases it if its holder
+    dies. Within a process, writers queue on the database's own lock first."""
 
     def __init__(self, path: str):
         self.path = path
         self._fd: int | None = None
+        self._pid: int | None = None
+
+    def acquire(self, *, blocking: bool = True) -> bool:
+        try:
+            fcntl.flock(self._file(), fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def release(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def __enter__(self) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self.acquire()
 
     def __exit__(self, *exc) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self.release()
+
+    def _file(self) -> int:
+        # Opened by each process: a process forked from this one would share its lock.
+        if self._pid != os.getpid():
+            self._fd, self._pid = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600), os.getpid()
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd = self._pid = None
 
 
 def leave_pool(conn: Connection) -> None:
@@ -212,8 +235,8 @@ class Database:
         self._open_read = threading.local()
         # Called after every committed write (the search indexer wakes up to apply the change).
         self.after_write: list[Callable[[], None]] = []
-        # SQLite: the lock the processes writing large imports share (`take_bulk_turns`), else None.
-        self.bulk_turns: BulkTurns | None = None
+        path = sqlite_file(self.url)
+        self._turns = WriteTurns(f"{path}-write.lock") if path is not None else contextlib.nullcontext()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -233,7 +256,7 @@ class Database:
                 _start(conn, self.tables)
                 yield conn
             return
-        with self._write_lock, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
+        with self._write_lock, self._turns, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
             _start(conn, self.tables)
             yield conn
 
@@ -252,7 +275,7 @@ class Database:
             with self.write() as conn:
                 yield conn
             return
-        with self._write_lock, self._bulk_turn():
+        with self._write_lock, self._turns:
             conn = self._bulk or self._open_bulk()
             try:
                 with conn.begin():
@@ -265,21 +288,6 @@ class Database:
             finally:
                 self._bulk_used = time.monotonic()
         self.wrote()
-
-    def take_bulk_turns(self) -> None:
-        """This process is one of those writing large imports to this SQLite file, which take
-        turns for their bulk writes (`BulkTurns`)."""
-        path = sqlite_file(self.url)
-        if path is not None:
-            self.bulk_turns = BulkTurns(f"{path}-imports.lock")
-
-    @contextmanager
-    def _bulk_turn(self) -> Iterator[None]:
-        if self.bulk_turns is None:
-            yield
-            return
-        with self.bulk_turns:
-            yield
 
     def _open_bulk(self) -> Connection:
         conn = self.engine.connect().execution_options(fonds_write=True)
@@ -321,14 +329,21 @@ class Database:
             yield None
             return
         try:
-            with self.engine.connect().execution_options(fonds_write=True) as conn:
-                transaction = _begun_at_once(conn)
-                if transaction is None:
-                    yield None
-                    return
-                with transaction:
-                    _start(conn, self.tables)
-                    yield conn
+            if isinstance(self._turns, WriteTurns) and not self._turns.acquire(blocking=False):
+                yield None
+                return
+            try:
+                with self.engine.connect().execution_options(fonds_write=True) as conn:
+                    transaction = _begun_at_once(conn)  # another program may write without taking turns
+                    if transaction is None:
+                        yield None
+                        return
+                    with transaction:
+                        _start(conn, self.tables)
+                        yield conn
+            finally:
+                if isinstance(self._turns, WriteTurns):
+                    self._turns.release()
         finally:
             self._write_lock.release()
 
@@ -357,4 +372,6 @@ class Database:
         if self._write_lock is not None:
             with self._write_lock:
                 self._close_bulk()
+        if isinstance(self._turns, WriteTurns):
+            self._turns.close()
         self.engine.dispose()
