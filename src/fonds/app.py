@@ -89,6 +89,7 @@ def import_writer(settings: Settings) -> RecordService:
     imports of a bulk load are written by two such processes in turn, the server passing bodies
     and answers. (On PostgreSQL the server writes them: that target is met, and its writes do not
     wait for one another.)"""
+    allocator.configure(settings.malloc_arenas)
     return RecordService(
         Database(settings.effective_database_url, database_metadata()), REGISTRY, settings, registry_source=REGISTRY_SOURCE
     )

@@ -338,7 +338,7 @@ def test_ids_reserved_ahead_by_an_import_go_to_the_next_and_to_no_other_writer(a
         assert api.get(f"/subjects/{subject}").json()["title"] == f"second {i}"
 
 
-@pytest.mark.usefixtures("leases_from_two_records")
+@pytest.mark.usefixtures("leases_from_two_records", "written_here")  # LEAST=2 reaches the server only
 def test_an_import_refused_as_it_is_validated_leaves_the_ids_reserved_ahead_to_the_next(api, repo):
     first = import_subjects(api, repo, "first", 3)
     refused = [{"jsonmodel_type": "subject", "uri": f"/subjects/r{i}", "title": f"R {i}", "source": "local", "terms": []} for i in range(3)]
@@ -348,7 +348,7 @@ def test_an_import_refused_as_it_is_validated_leaves_the_ids_reserved_ahead_to_t
     assert import_subjects(api, repo, "third", 3) == list(range(first[-1] + 1, first[-1] + 4))
 
 
-@pytest.mark.usefixtures("leases_from_two_records")
+@pytest.mark.usefixtures("leases_from_two_records", "written_here")  # LEAST=2 reaches the server only
 def test_ids_reserved_ahead_by_a_refused_import_or_a_stopped_server_are_never_handed_out_twice(app, api, repo, settings):
     first = import_subjects(api, repo, "first", 3)
     refused = archive(repo)
@@ -366,7 +366,7 @@ def test_ids_reserved_ahead_by_a_refused_import_or_a_stopped_server_are_never_ha
     assert [api.get(f"/subjects/{i}").status_code for i in ids] == [200] * len(ids)
 
 
-@pytest.mark.usefixtures("leases_from_two_records")
+@pytest.mark.usefixtures("leases_from_two_records", "written_here")  # LEAST=2 reaches the server only
 def test_an_import_given_the_ids_reserved_ahead_refers_to_its_own_records_by_the_uris_they_get(api, repo):
     """In the process validating imports, such an import's records get their URIs as they are validated."""
     base = f"/repositories/{repo}"
@@ -439,8 +439,11 @@ def test_a_large_import_on_a_sqlite_file_is_written_by_a_process_writing_imports
         raise AssertionError("written in the server")
 
     monkeypatch.setattr(imports, "_import", fail)
+    written = []
+    api.client.app.state.fonds.db.after_write.append(lambda: written.append(True))  # the search indexer's wake-up
     response = api.post(f"/repositories/{repo}/batch_imports", json=collection(repo, "elsewhere", 5))
     assert response.status_code == 200, response.text
+    assert written
     saved = {temporary: value[0] for temporary, value in response.json()[-1]["saved"].items()}
     resource = saved[f"/repositories/{repo}/resources/elsewhere"]
     assert titles_in_order(api, resource) == ["Series"]

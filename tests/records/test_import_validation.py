@@ -197,7 +197,8 @@ def test_an_import_whose_writing_process_dies_is_refused_with_503_and_written_al
             os.kill(pid, signal.SIGKILL)
         response = sent.result()
     assert response.status_code == 503, response.text
-    assert "stopped before it answered" in response.json()["error"] and response.headers["Retry-After"]
+    # Not to be sent again as it is without a look (it may have been written): no Retry-After.
+    assert "stopped before it answered" in response.json()["error"] and "Retry-After" not in response.headers
     stored = len(api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json())
     assert stored in (0, 20_000)
     # The next import is written (in the server, then by processes started again).
@@ -241,7 +242,7 @@ def test_the_process_stops_with_the_app(settings):
     with TestClient(app):
         validation = app.state.fonds.records.import_validation
         validation.start().result(timeout=120)
-        assert wait_until(lambda: len(process_ids(validation)) == import_validation.WRITERS)
+        assert wait_until(lambda: len(process_ids(validation)) == (1 if validation.writer is None else import_validation.WRITERS))
         pids = process_ids(validation)
     assert wait_until(lambda: not any(alive(pid) for pid in pids))
 

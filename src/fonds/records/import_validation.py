@@ -34,6 +34,7 @@ import io
 import logging
 import multiprocessing
 import pickle
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from multiprocessing import resource_tracker
 
 import orjson
 
-from fonds.errors import BadRequest, FondsError, Invalid, ServiceBusy
+from fonds.errors import BadRequest, FondsError, Invalid
 from fonds.records import refs
 from fonds.records.id_leases import IdLeases
 from fonds.records.import_entries import (
@@ -82,6 +83,16 @@ class ReadAndValidated:
     def from_answer(cls, answer: dict) -> ReadAndValidated:
         """What the process's answer (`_read_and_validate`) holds, once it read and ordered every record."""
         return cls(answer["entries"], answer["records"], answer["order"], answer.get("ids"), answer.get("linked"))
+
+
+class ImportInterrupted(FondsError):
+    """503 without Retry-After: the process writing an import stopped before it answered, and
+    the import may have been written (all of it) before it did."""
+
+    status = 503
+
+    def __init__(self):
+        super().__init__("The process writing this import stopped before it answered: look for its records before sending it again")
 
 
 class Refused(Exception):
@@ -187,19 +198,17 @@ class ImportValidation:
             return None
         try:
             answer = pickle.loads(future.result())
-        except (RuntimeError, CancelledError):
+        except (BrokenProcessPool, CancelledError):
             self._release(pool, broken=True)
             # It may have committed before it stopped: importing it here could create it twice.
-            raise ServiceBusy(
-                "The process writing this import stopped before it answered: look for its records before sending it again", retry_after=1
-            ) from None
+            raise ImportInterrupted() from None
         except BaseException:
             self._release(pool)
             raise
         self._release(pool)
         if "error" in answer:
             raise answer["error"]
-        return answer["imported"]
+        return answer.get("imported")  # None: the process could not open the database (import here)
 
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""
@@ -253,7 +262,9 @@ class ImportValidation:
             else:
                 self._pool = ProcessPoolExecutor(WRITERS, mp_context=context, initializer=_prepare_process)
                 # One task each (a process is spawned for a task no process is idle for).
-                self._started, *_ = [self._pool.submit(_ready_to_write, self.writer) for _ in range(WRITERS)]
+                self._started, *others = [self._pool.submit(_ready_to_write, self.writer) for _ in range(WRITERS)]
+                for started in others:
+                    started.add_done_callback(_log_failed_start)
             self._started.add_done_callback(_log_failed_start)
         except OSError:
             log.exception("could not start the process validating large imports; they validate in the server")
@@ -394,6 +405,10 @@ def _prepare_process() -> None:
     # The records of a chunk hold no cycles and are let go at its end: the collector would walk
     # them again and again as they are made.
     gc.disable()
+    # Stopped by the server (`close`: once the imports it runs are answered), not by the signals
+    # that stop the server: Ctrl-C and a service manager signal the whole group of processes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _ready(registry_source: str, strict: bool) -> bool:
@@ -515,7 +530,11 @@ def _import(writer: Callable[[], object], body: bytes, repo_id: int, actor, crea
     from fonds.records.imports import import_batch  # which imports this module
 
     _collect_leftovers()
-    service = _writer_service(writer)
+    try:
+        service = _writer_service(writer)
+    except Exception:  # nothing of the import was done: the server imports it
+        log.exception("a process writing large imports could not open the database; imports are written in the server")
+        return _pickled({})
     try:
         imported = import_batch(service, body, repo_id=repo_id, actor=actor, may_create=lambda record_type: record_type.name in creatable)
     except FondsError as error:
