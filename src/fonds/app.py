@@ -88,8 +88,9 @@ def import_writer(settings: Settings) -> RecordService:
     """The record service of a process writing large imports (`ImportValidation`): on SQLite the
     imports of a bulk load are written by two such processes in turn, the server passing bodies
     and answers. (On PostgreSQL the server writes them: that target is met, and its writes do not
-    wait for one another.)"""
-    allocator.configure(settings.malloc_arenas)
+    wait for one another.) Its allocator keeps glibc's own thresholds, not the server's
+    (`allocator`): their point is the RSS of a process that runs for good, and one of these gives
+    all its memory back when it stops, 10-20 s after a load."""
     return RecordService(
         Database(settings.effective_database_url, database_metadata()), REGISTRY, settings, registry_source=REGISTRY_SOURCE
     )
