@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
 
 from fonds.app import create_app
+from fonds.records import import_validation
 from fonds.records.id_leases import IdLeases
 from tests.factories import ADMIN_PASSWORD, Api, make_user
 from tests.records.helpers import instance, make_resource, make_subject
@@ -449,6 +451,30 @@ def test_a_large_import_on_a_sqlite_file_is_written_by_a_process_writing_imports
     assert titles_in_order(api, resource) == ["Series"]
     assert api.get(resource).json()["title"] == "elsewhere"
     assert api.get(f"/repositories/{repo}/search", params={"q": "elsewhere", "type[]": "resource", "page": 1}).json()["total_hits"] == 1
+
+
+def test_imports_sent_at_once_are_written_side_by_side_each_all_its_own(api, repo, validated, app):
+    """Four imports at once, each large enough to reserve ids ahead, with single creates among
+    them (written by both processes writing imports, the second started for them, or in the server)."""
+    tags = [f"many{n}" for n in range(4)]
+    with ThreadPoolExecutor(4) as clients:
+        sent = [clients.submit(api.post, f"/repositories/{repo}/batch_imports", json=collection(repo, tag, IdLeases.LEAST)) for tag in tags]
+        created = [make_subject(api, f"Among {n}") for n in range(3)]
+        responses = [answer.result() for answer in sent]
+    assert [response.status_code for response in responses] == [200] * 4, [r.text[:300] for r in responses]
+    ids = [(key.split("/")[-2], value[1]) for r in responses for key, value in r.json()[-1]["saved"].items()]
+    ids += [(uri.split("/")[-2], int(uri.rsplit("/", 1)[1])) for uri in created]
+    assert len(set(ids)) == len(ids) == 4 * (IdLeases.LEAST + 2) + 3  # a subject and a resource each
+    base = f"/repositories/{repo}"
+    for tag, response in zip(tags, responses):
+        uri = {temporary: value[0] for temporary, value in response.json()[-1]["saved"].items()}
+        series = uri[f"{base}/archival_objects/{tag}_s"]
+        children = api.get(f"{series}/children").json()
+        assert [child["title"] for child in children] == [f"File {n}" for n in range(IdLeases.LEAST - 1)]
+        assert {child["subjects"][0]["ref"] for child in children} == {uri[f"/subjects/{tag}"]}
+    validation = app.state.fonds.records.import_validation
+    if validated == WRITTEN_ELSEWHERE:
+        assert len(validation._pool._processes) == import_validation.WRITERS
 
 
 def subjects_and_an_accession(repo: int, *extra_refs: dict) -> list[dict]:
