@@ -161,9 +161,7 @@ class ImportValidation:
         None: read it in the server (a small body or one past BODY_BYTES, one that is not a
         well-formed batch, whose error the server words, or the process not ready, or gone). A
         record `prepare_doc` refuses is `Refused`, with its place in the batch."""
-        if not self.min_records or len(body) > BODY_BYTES or body.count(b'"jsonmodel_type"') < self.min_records:
-            return None
-        pool = self._acquire()
+        pool = self._acquire() if self._takes(body) else None
         if pool is None:
             return None
         try:
@@ -186,9 +184,7 @@ class ImportValidation:
         `writer`): its `imports.Imported`, or an error it raised as it would be raised here
         (`creatable`: the names of the types `actor` may create). None: import it here (no
         writing processes, a small body or one past BODY_BYTES, or the processes not ready)."""
-        if self.writer is None or not self.min_records or len(body) > BODY_BYTES or body.count(b'"jsonmodel_type"') < self.min_records:
-            return None
-        pool = self._acquire()
+        pool = self._acquire() if self.writer is not None and self._takes(body) else None
         if pool is None:
             return None
         try:
@@ -209,6 +205,10 @@ class ImportValidation:
         if "error" in answer:
             raise answer["error"]
         return answer.get("imported")  # None: the process could not open the database (import here)
+
+    def _takes(self, body: bytes) -> bool:
+        """Whether a batch import's body goes to the processes as it came: a large one, up to BODY_BYTES."""
+        return bool(self.min_records) and len(body) <= BODY_BYTES and body.count(b'"jsonmodel_type"') >= self.min_records
 
     def _results(self, pool, futures: list[Future], names, docs, created, lists, progress) -> list[Prepared] | None:
         """The chunks' answers in order; None if the process died or was stopped meanwhile."""

@@ -168,6 +168,12 @@ def _old_triggers(conn: Connection, table: str) -> list[str]:
     return [row[0] for row in rows]
 
 
+def counted_rows(conn: Connection, table: str) -> int | None:
+    """The rows of a record table as its blocks count them, in every repository; None for a
+    table no trigger counts."""
+    return conn.exec_driver_sql("SELECT sum(n) FROM record_bucket WHERE record_type = ? AND bucket = ?", (table, TOTAL)).scalar()
+
+
 def insert_counted(conn: Connection, table: Table, rows: list[dict], insert: Callable[[Connection, Table, list[dict]], None]) -> None:
     """`insert(conn, table, rows)`, the rows counted in their blocks as the triggers count them.
 

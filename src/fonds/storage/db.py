@@ -155,14 +155,17 @@ class WriteTurns:
     with sleeps of up to 100 ms (its busy handler): while two processes wrote large imports in
     turn, a process polling for it found it free only between their writes, if at all. One
     waiting for this lock is woken as it is released, and the kernel releases it if its holder
-    dies. Within a process, writers queue on the database's own lock first."""
+    dies. Within a process, writers queue on the database's own lock first. `path` None (a
+    database in memory, which no other process writes): no lock."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str | None):
         self.path = path
         self._fd: int | None = None
         self._pid: int | None = None
 
     def acquire(self, *, blocking: bool = True) -> bool:
+        if self.path is None:
+            return True
         try:
             fcntl.flock(self._file(), fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -170,7 +173,8 @@ class WriteTurns:
         return True
 
     def release(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if self.path is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def __enter__(self) -> None:
         self.acquire()
@@ -236,7 +240,7 @@ class Database:
         # Called after every committed write (the search indexer wakes up to apply the change).
         self.after_write: list[Callable[[], None]] = []
         path = sqlite_file(self.url)
-        self._turns = WriteTurns(f"{path}-write.lock") if path is not None else contextlib.nullcontext()
+        self._turns = WriteTurns(f"{path}-write.lock" if path is not None else None)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -328,24 +332,20 @@ class Database:
         if not self._write_lock.acquire(blocking=False):
             yield None
             return
-        try:
-            if isinstance(self._turns, WriteTurns) and not self._turns.acquire(blocking=False):
+        with contextlib.ExitStack() as held:
+            held.callback(self._write_lock.release)
+            if not self._turns.acquire(blocking=False):
                 yield None
                 return
-            try:
-                with self.engine.connect().execution_options(fonds_write=True) as conn:
-                    transaction = _begun_at_once(conn)  # another program may write without taking turns
-                    if transaction is None:
-                        yield None
-                        return
-                    with transaction:
-                        _start(conn, self.tables)
-                        yield conn
-            finally:
-                if isinstance(self._turns, WriteTurns):
-                    self._turns.release()
-        finally:
-            self._write_lock.release()
+            held.callback(self._turns.release)
+            conn = held.enter_context(self.engine.connect().execution_options(fonds_write=True))
+            transaction = _begun_at_once(conn)  # another program may write without taking turns
+            if transaction is None:
+                yield None
+                return
+            with transaction:
+                _start(conn, self.tables)
+                yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -372,6 +372,5 @@ class Database:
         if self._write_lock is not None:
             with self._write_lock:
                 self._close_bulk()
-        if isinstance(self._turns, WriteTurns):
-            self._turns.close()
+        self._turns.close()
         self.engine.dispose()

@@ -83,7 +83,7 @@ def _sqlite_rows(conn, name: str) -> int:
     """A record table's rows as counted (storage/counts.py); another's highest rowid (the link and
     change tables, which grow by appending). Not a record table's highest id: ids reserved ahead
     for imports and never used (records/id_leases.py) leave gaps."""
-    counted = conn.exec_driver_sql("SELECT sum(n) FROM record_bucket WHERE record_type = ? AND bucket = ?", (name, counts.TOTAL)).scalar()
+    counted = counts.counted_rows(conn, name)
     if counted is not None:
         return counted
     return conn.exec_driver_sql(f"SELECT coalesce(max(rowid), 0) FROM {conn.dialect.identifier_preparer.quote(name)}").scalar_one()
