@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from argon2 import PasswordHasher, Type
@@ -43,7 +44,7 @@ class _InFlight:
     IDLE_SECONDS = 1.0
 
     def __init__(self):
-        self.lock, self.count, self.timer = threading.Lock(), 0, None
+        self.lock, self.count, self.timer, self.idle_since = threading.Lock(), 0, None, 0.0
 
     def run(self, work, *args):
         with self.lock:
@@ -53,16 +54,26 @@ class _InFlight:
         finally:
             with self.lock:
                 self.count -= 1
-                if self.count == 0 and self.timer is None:
-                    self.timer = threading.Timer(self.IDLE_SECONDS, self._give_back)
-                    self.timer.daemon = True
-                    self.timer.start()
+                if self.count == 0:
+                    self.idle_since = time.monotonic()
+                    if self.timer is None:
+                        self._start_timer(self.IDLE_SECONDS)
+
+    def _start_timer(self, delay: float) -> None:
+        self.timer = threading.Timer(delay, self._give_back)
+        self.timer.daemon = True
+        self.timer.start()
 
     def _give_back(self) -> None:
         with self.lock:
             self.timer = None
             if self.count:
                 return  # a hash started meanwhile: the timer set when it ends will do it
+            # A timer set by an earlier burst counts from the end of the latest hash.
+            left = self.idle_since + self.IDLE_SECONDS - time.monotonic()
+            if left > 0:
+                self._start_timer(left)
+                return
         argon2_memory.drop_idle_pages()
 
 
