@@ -14,7 +14,9 @@ counts the same way every time:
     valgrind --tool=callgrind --instr-atstart=no python -m bench.import_cost --count server
 
 counts only the server's part (`--count validator`: only the validating process's); compare
-two checkouts by their totals ("Collected"). The records an import lets go of are then freed in
+two checkouts by their totals ("Collected"). `--count writer` imports as a process writing
+imports does (on a SQLite file, records/import_validation.py): each body read, validated and
+written in one process, with the ids its writes reserve ahead, and counts all of it. The records an import lets go of are then freed in
 the importing thread, so that their freeing is counted with it; timed, they are freed on a
 thread of their own, as in the server, and not counted."""
 
@@ -28,6 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from bench.generate import BIG_TREE_SHARE, Archive, plan
 from bench.load import chunked, refs_replaced
@@ -77,6 +80,33 @@ class InProcessValidation:
         pass
 
 
+class WriterValidation:
+    """The `import_validation` of a process writing imports (`import_validation.InProcessValidation`),
+    timing its reading and validating apart from the rest."""
+
+    def __init__(self, strict: bool):
+        from fonds.records import import_validation
+
+        self.inner = import_validation.InProcessValidation(SimpleNamespace(registry_source=REGISTRY_SOURCE, strict=strict))
+        self.seconds = 0.0
+
+    def read_and_validate(self, body: bytes, repo_id: int, lists, leases):
+        start = time.thread_time()
+        try:
+            return self.inner.read_and_validate(body, repo_id, lists, leases)
+        finally:
+            self.seconds += time.thread_time() - start
+
+    def validate(self, *_args, **_kwargs) -> None:
+        return None
+
+    def import_body(self, *_args, **_kwargs) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
 def _free_at_once(garbage) -> None:
     """`Disposal.free` in the importing thread: what an import lets go of is freed as this returns
     (counted with the import), and what is to follow it (`Disposal.then`) runs now."""
@@ -109,7 +139,10 @@ def run(records: int, seed: int, count: str | None) -> dict:
             repo_uri = Batch(service, conn, actor).create([NewRecord(repository, doc, warnings, None)])[0]["uri"]
         repo_id = int(repo_uri.rsplit("/", 1)[1])
         archive = Archive(seed, repo_id, plan(records, agents=True, big_tree=int(records * BIG_TREE_SHARE)), global_prefix="c_")
-        validation = service.import_validation = InProcessValidation(settings.strict_validation, count)
+        if count == "writer":
+            validation = service.import_validation = WriterValidation(settings.strict_validation)
+        else:
+            validation = service.import_validation = InProcessValidation(settings.strict_validation, count)
         if count is not None:
             imports.DISPOSAL.free = _free_at_once
         mapping: dict[str, str] = {}
@@ -118,9 +151,9 @@ def run(records: int, seed: int, count: str | None) -> dict:
             refs = {uri: mapping[uri] for uri in chunk.refs if uri in mapping}
             body = refs_replaced(chunk.body, refs) if refs else chunk.body
             before, validating_before = time.thread_time(), validation.seconds
-            _callgrind(count == "server", "on")
+            _callgrind(count in ("server", "writer"), "on")
             done = imports.import_batch(service, body, repo_id=repo_id, actor=actor, may_create=lambda record_type: True)
-            _callgrind(count == "server", "off")
+            _callgrind(count in ("server", "writer"), "off")
             server_seconds += time.thread_time() - before - (validation.seconds - validating_before)
             mapping.update((temporary, created[0]) for temporary, created in done.saved.items())
             imported += done.count
@@ -138,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the generated archive (default 1)")
     parser.add_argument(
         "--count",
-        choices=("server", "validator"),
+        choices=("server", "validator", "writer"),
         help="under callgrind (--instr-atstart=no): count the instructions of this part only",
     )
     args = parser.parse_args(argv)
