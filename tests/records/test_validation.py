@@ -228,3 +228,61 @@ def test_a_type_whose_compiled_schema_was_dropped_as_unused_is_validated_as_befo
     assert sorted(error) == ["dates/0/date_type", "dates/0/label", "language"]
     assert accepted(api, accessions(repo), accession(id_0="A3"))["status"] == "Created"
     assert validator.drop_unused(3600) == []
+
+
+# -- refs found as a record is normalised ---------------------------------------------------------
+
+
+def corpus_records() -> list[tuple[str, dict]]:
+    """The round-trip corpus, each record's refs to other corpus records pointing at a URI of the
+    record's type (as `test_round_trip` gives them the URIs the records were created at)."""
+    from fonds.model import REGISTRY
+    from tests.records.test_round_trip import CORPUS, load, substitute
+
+    files = [load(path) for path in CORPUS]
+    uris = {entry["key"]: REGISTRY[entry["type"]].uri(index + 1, 2) for index, entry in enumerate(files)}
+    return [(entry["type"], substitute(entry["record"], uris, 2)) for entry in files]
+
+
+def test_the_refs_found_as_a_record_is_normalised_are_those_of_the_normalised_record(app):
+    # The path of a batch import finds them as it normalises; every other write reads them from
+    # the clean record (`find_refs`): both must name the same refs, at the same paths.
+    from fonds.records.validation import find_refs
+
+    service = app.state.fonds.records
+    shapes = [
+        *corpus_records(),
+        # A string ref (a term's vocabulary), and an agent link whose terms (and their vocabulary) are not refs.
+        (
+            "subject",
+            {
+                "source": "local",
+                "vocabulary": "/vocabularies/1",
+                "terms": [{"term": "Mills", "term_type": "topical", "vocabulary": "/vocabularies/1"}],
+            },
+        ),
+        (
+            "accession",
+            {
+                "title": "A",
+                "id_0": "X",
+                "linked_agents": [
+                    {
+                        "ref": "/agents/people/1",
+                        "role": "subject",
+                        "terms": [{"term": "t", "term_type": "topical", "vocabulary": "/vocabularies/1"}],
+                    }
+                ],
+            },
+        ),
+    ]
+    every = []
+    for name, record in shapes:
+        found: list[tuple[str, str]] = []
+        record_type = service.registry[name]
+        clean, _, _ = service.prepare_doc(record_type, {"jsonmodel_type": name, **record}, creating=True, refs=found)
+        assert sorted(found) == sorted(find_refs(service.schemas, service.schemas[name], clean)), name
+        every.append(found)
+    assert sum(map(len, every)) > 20
+    assert sorted(every[-2]) == [("terms/0/vocabulary", "/vocabularies/1"), ("vocabulary", "/vocabularies/1")]
+    assert every[-1] == [("linked_agents/0", "/agents/people/1")]

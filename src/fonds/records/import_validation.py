@@ -61,7 +61,7 @@ from fonds.records.import_entries import (
 )
 from fonds.records.preparation import WRITTEN_FIELDS
 from fonds.records.registry import RecordType
-from fonds.records.validation import check_structure, find_refs, structures_are_sound
+from fonds.records.validation import check_structure, structures_are_sound
 
 log = logging.getLogger("fonds.records")
 
@@ -571,17 +571,19 @@ def _validated(
     registry, preparer = _preparer(registry_source, strict)
     preparer.validator.value_lists.snapshot = lists
     stand_in_uris = None if final else set(created.values())
-    schemas, out = preparer.schemas, []
+    out = []
     sound = structures_are_sound(docs, json=json)
     for index, (name, doc) in enumerate(zip(names, docs)):
-        record_type = registry[name]
+        record_type, record_refs = registry[name], []
         try:
             if not sound:
                 check_structure(doc)
-            clean, warnings, _ = preparer.prepare_doc(record_type, doc, creating=True, refresh=False, replace_refs=created)
+            clean, warnings, _ = preparer.prepare_doc(
+                record_type, doc, creating=True, refresh=False, replace_refs=created, refs=record_refs
+            )
         except Invalid as error:
             return {"invalid": index, "error": error.error, "warning": error.extra.get("warning") or {}}
-        out.append(_derived(preparer, record_type, clean, warnings, find_refs(schemas, schemas[name], clean), stand_in_uris))
+        out.append(_derived(preparer, record_type, clean, warnings, record_refs, stand_in_uris))
     return {"records": out}
 
 

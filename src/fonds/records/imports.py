@@ -40,7 +40,7 @@ from fonds.records.import_entries import (
 )
 from fonds.records.import_validation import Refused
 from fonds.records.registry import RecordType
-from fonds.records.validation import check_structure, find_refs
+from fonds.records.validation import check_structure
 from fonds.records.writes import Batch, NewRecord, batch_members, plan_refs
 from fonds.storage import records as store
 from fonds.storage.db import BULK_IDLE_SECONDS
@@ -395,14 +395,15 @@ def _set_ref(doc: dict, path: str, uri: str) -> None:
 
 
 def _prepared_here(service, entries: list[Entry], docs: list[dict], created: dict[str, str], progress) -> list[Prepared]:
-    schemas, prepared = service.schemas, []
+    prepared = []
     for done, (entry, doc) in enumerate(zip(entries, docs), 1):
+        refs: list[tuple[str, str]] = []
         try:
             check_structure(doc)
-            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False, replace_refs=created)
+            clean, warnings, _ = service.prepare_doc(entry.record_type, doc, creating=True, refresh=False, replace_refs=created, refs=refs)
         except Invalid as error:
             raise nested_under(error, f"{FIELD}/{entry.index}") from None
-        prepared.append((clean, warnings, find_refs(schemas, schemas[entry.record_type.name], clean), None))
+        prepared.append((clean, warnings, refs, None))
         if progress is not None:
             progress(done)
     return prepared

@@ -25,11 +25,19 @@ class RecordPreparer:
         self.defaults = Defaults(schemas)
 
     def prepare_doc(
-        self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True, replace_refs: dict[str, str] | None = None
+        self,
+        record_type: RecordType,
+        doc: dict,
+        *,
+        creating: bool,
+        refresh: bool = True,
+        replace_refs: dict[str, str] | None = None,
+        refs: list[tuple[str, str]] | None = None,
     ) -> tuple[dict, dict, object]:
         """(clean record, warnings, the lock_version it gave). `refresh=False`: the caller
         refreshed the value lists for a whole batch. `replace_refs`: {URI: the URI a ref to it is
-        given instead} (a batch import's temporary URIs)."""
+        given instead} (a batch import's temporary URIs). `refs`: a list given the clean
+        record's refs, as `validation.find_refs` finds them, found as it is normalised."""
         given = doc.get("jsonmodel_type")
         if given in (None, "") and creating:
             raise Invalid({"jsonmodel_type": ["Property is required but was missing"]})
@@ -45,6 +53,7 @@ class RecordPreparer:
             strict=self.strict,
             refresh=refresh,
             replace_refs=replace_refs,
+            refs=refs,
         )
         errors = record_type.hooks.check(clean)
         if errors:

@@ -98,9 +98,16 @@ class RecordService:
         return self.prepare_doc(record_type, parse_body(body), creating=creating)
 
     def prepare_doc(
-        self, record_type: RecordType, doc: dict, *, creating: bool, refresh: bool = True, replace_refs: dict[str, str] | None = None
+        self,
+        record_type: RecordType,
+        doc: dict,
+        *,
+        creating: bool,
+        refresh: bool = True,
+        replace_refs: dict[str, str] | None = None,
+        refs: list[tuple[str, str]] | None = None,
     ) -> tuple[dict, dict, object]:
-        return self.preparer.prepare_doc(record_type, doc, creating=creating, refresh=refresh, replace_refs=replace_refs)
+        return self.preparer.prepare_doc(record_type, doc, creating=creating, refresh=refresh, replace_refs=replace_refs, refs=refs)
 
     def find_links(self, record_type: RecordType, doc: dict) -> list[refs.Link]:
         found = []
@@ -162,7 +169,14 @@ class RecordService:
             raise uniqueness.race_error(self.db, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id, refused) from refused
         if not stored:
             raise Conflict("The record you tried to update has been modified since you fetched it.")
-        store.replace_links(conn, tables, source_type=record_type.name, source_id=ctx.record_id, links=links, fresh=op == "created")
+        store.replace_links(
+            conn,
+            tables,
+            source_type=record_type.name,
+            source_id=ctx.record_id,
+            links=refs.stored_links(record_type, links),
+            fresh=op == "created",
+        )
         change = {"record_type": record_type.name, "record_id": ctx.record_id, "repo_id": ctx.repo_id, "uri": ctx.uri, "op": op, "at": now}
         change_log.append(conn, [change])
 

@@ -96,19 +96,27 @@ def _refuse_structure(doc) -> None:
 class Normaliser:
     """Drops empty values, read-only and unknown properties (unknown ones are reported as
     warnings), and fills in `jsonmodel_type` of nested single-type objects. `replace_refs`: the
-    URI each ref to one of its keys is given instead (a batch import's temporary URIs)."""
+    URI each ref to one of its keys is given instead (a batch import's temporary URIs). `refs`:
+    a list given the record's refs as `find_refs` finds them in the normalised record (in the
+    order of the record's keys rather than the schema's), found in the same walk."""
 
     schemas: SchemaSet
-    # `_kept` of each object schema met, by its id.
-    kept: dict[int, dict[str, dict | None]] = dataclass_field(default_factory=dict, init=False, repr=False)
+    # `_Plan` of each object schema met, by its id.
+    plans: dict[int, _Plan] = dataclass_field(default_factory=dict, init=False, repr=False)
 
-    def record(self, schema: dict, doc: dict, replace_refs: dict[str, str] | None = None) -> tuple[dict, FieldErrors]:
+    def record(
+        self, schema: dict, doc: dict, replace_refs: dict[str, str] | None = None, refs: list[tuple[str, str]] | None = None
+    ) -> tuple[dict, FieldErrors]:
         warnings: FieldErrors = {}
-        cleaned = self._object(schema, doc, "", warnings, replace_refs)
+        cleaned = self._object(schema, doc, "", warnings, replace_refs, refs)
         return ({} if cleaned is _DROP else cleaned), warnings
 
-    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None):
-        kept = self._kept(schema)
+    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None):
+        plan = self._plan(schema)
+        kept = plan.kept
+        # A ref object is one ref: what it holds is not looked into (`find_refs`).
+        inner_refs = None if plan.is_ref else refs
+        string_refs = plan.string_refs if inner_refs is not None else ()
         out = {}
         for key, raw in doc.items():
             kind = raw.__class__
@@ -119,6 +127,8 @@ class Normaliser:
                     warnings[_path(path, key)] = ["Unknown property, ignored"]
                 elif definition is not None:
                     out[key] = raw
+                    if key in string_refs:
+                        inner_refs.append((_path(path, key), raw))
                 continue
             if _is_empty(raw):
                 continue
@@ -133,48 +143,83 @@ class Normaliser:
             if kind is not dict and kind is not list:
                 out[key] = raw  # a scalar is kept as given (no path to build, no schema to follow)
                 continue
-            value = self._value(definition, raw, _path(path, key), warnings, replace_refs)
+            value = self._value(
+                definition, raw, _path(path, key), warnings, replace_refs, inner_refs if key in plan.may_hold_refs else None
+            )
             if value is not _DROP:
                 out[key] = value
         if not out:
             return _DROP
-        const = schema.get("properties", {}).get("jsonmodel_type", {}).get("const")
-        if const and "jsonmodel_type" not in out:
-            out["jsonmodel_type"] = const
-        if replace_refs and "x-ref" in schema and not schema.get("readOnly"):
+        if plan.const and "jsonmodel_type" not in out:
+            out["jsonmodel_type"] = plan.const
+        if plan.is_ref:
             ref = out.get("ref")
-            if isinstance(ref, str) and ref in replace_refs:
-                out["ref"] = replace_refs[ref]
+            if ref.__class__ is str:
+                if replace_refs and ref in replace_refs:
+                    ref = out["ref"] = replace_refs[ref]
+                if refs is not None:
+                    refs.append((path, ref))
         return out
 
-    def _kept(self, schema: dict) -> dict[str, dict | None]:
-        """An object schema's properties: each one's definition, or None for a read-only one
-        (dropped without a warning). Worked out once per schema."""
-        known = self.kept
-        found = known.get(id(schema))
+    def _plan(self, schema: dict) -> _Plan:
+        found = self.plans.get(id(schema))
         if found is None:
-            found = known[id(schema)] = {
-                key: None if definition.get("readOnly") else definition for key, definition in schema.get("properties", {}).items()
-            }
+            found = self.plans[id(schema)] = _Plan.of(self.schemas, schema)
         return found
 
-    def _value(self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None):
+    def _value(self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None):
         if "oneOf" in definition:
             branch = self.schemas.branch_for(definition["oneOf"], raw.get("jsonmodel_type")) if isinstance(raw, dict) else None
-            return self._object(branch, raw, path, warnings, replace_refs) if branch else raw
+            return self._object(branch, raw, path, warnings, replace_refs, refs) if branch else raw
         definition = self.schemas.deref(definition)
         if isinstance(raw, dict) and "properties" in definition:
-            return self._object(definition, raw, path, warnings, replace_refs)
+            return self._object(definition, raw, path, warnings, replace_refs, refs)
         if isinstance(raw, list) and "items" in definition:
             items = []
             for index, item in enumerate(raw):
                 if _is_empty(item):
                     continue
-                value = self._value(definition["items"], item, _path(path, len(items)), warnings, replace_refs)
+                value = self._value(definition["items"], item, _path(path, len(items)), warnings, replace_refs, refs)
                 if value is not _DROP:
                     items.append(value)
             return items
+        if refs is not None and raw.__class__ is str and "x-ref" in definition and not definition.get("readOnly"):
+            refs.append((path, raw))
         return raw
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What normalising an object of one schema needs of it, worked out once per schema."""
+
+    # Each property's definition, or None for a read-only one (dropped without a warning).
+    kept: dict[str, dict | None]
+    # The `jsonmodel_type` its objects are given, if it names one.
+    const: str | None
+    # Whether the object is a ref (`x-ref`; its `ref` is replaced, as `replace_refs` says).
+    is_ref: bool
+    # Properties whose string value is a ref, and those whose value may hold refs at any depth
+    # (`_ref_properties`: not the envelope's, not dates or notes).
+    string_refs: frozenset[str]
+    may_hold_refs: frozenset[str]
+
+    @classmethod
+    def of(cls, schemas: SchemaSet, schema: dict) -> _Plan:
+        properties = schema.get("properties", {})
+        kept = {key: None if definition.get("readOnly") else definition for key, definition in properties.items()}
+        holding = {key for key, _ in _ref_properties(schemas, schema)}
+        string_refs = set()
+        for key in holding:
+            definition = schemas.deref(properties[key]) if "oneOf" not in properties[key] else {}
+            if "x-ref" in definition and "properties" not in definition and not definition.get("readOnly"):
+                string_refs.add(key)
+        return cls(
+            kept,
+            properties.get("jsonmodel_type", {}).get("const"),
+            "x-ref" in schema and not schema.get("readOnly"),
+            frozenset(string_refs),
+            frozenset(holding),
+        )
 
 
 def _check_iso_date(value) -> bool:
@@ -394,9 +439,11 @@ class RecordValidator:
         strict: bool,
         refresh: bool = True,
         replace_refs: dict[str, str] | None = None,
+        refs: list[tuple[str, str]] | None = None,
     ) -> tuple[dict, FieldErrors]:
-        """Normalise and validate a client's record; raise `Invalid` or return (record, warnings)."""
-        cleaned, warnings = self.normaliser.record(self.schemas[name], doc, replace_refs)
+        """Normalise and validate a client's record; raise `Invalid` or return (record, warnings).
+        `refs`: given the record's refs (`Normaliser`)."""
+        cleaned, warnings = self.normaliser.record(self.schemas[name], doc, replace_refs, refs)
         soft: FieldErrors = {}
         errors = self.errors(name, cleaned, soft, refresh=refresh)
         for field in aspace_required:
