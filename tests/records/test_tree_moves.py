@@ -95,6 +95,23 @@ def test_parent_route_changes_parent_and_bumps_the_lock_version(api, repo):
     assert "parent" not in read(api, s2)
 
 
+def test_deleting_the_old_parent_spares_the_nodes_moved_away_from_it(api, repo):
+    resource = make_resource(api, repo)
+    add_children(api, resource, ["S1", "S2"])
+    s1, s2 = children_of_root(api, resource)
+    add_children(api, s1, ["F1", "F2"])
+    f1, f2 = [child["uri"] for child in children(api, s1)]
+    add_children(api, f1, ["I1"])
+    assert api.post(f"{f1}/parent", params={"parent": record_id(s2)}).status_code == 200  # with its item
+    assert api.post(f"{s2}/accept_children", params={"children[]": [f2], "position": 0}).status_code == 200
+    assert api.delete(s1).status_code == 200
+    assert titles_in_order(api, resource) == ["S2"]
+    assert titles_in_order(api, resource, s2) == ["F2", "F1"]
+    assert titles_in_order(api, resource, f1) == ["I1"]
+    assert api.delete(s2).status_code == 200
+    assert [api.get(uri).status_code for uri in (f1, f2)] == [404, 404]
+
+
 def test_parent_route_errors(api, repo):
     resource, other = make_resource(api, repo), make_resource(api, repo, "Other")
     add_children(api, resource, ["S1"])

@@ -9,9 +9,11 @@ from collections import defaultdict
 from sqlalchemy import select
 
 from fonds.errors import Conflict
+from fonds.records.refs import stored_links
 from fonds.records.rewrite import rewrite_records
 from fonds.storage import change_log
 from fonds.storage import records as store
+from fonds.storage.chunks import is_in, select_any
 
 Key = tuple[str, int]
 
@@ -28,6 +30,7 @@ def _cascade(conn, registry, start: Key) -> tuple[set[Key], list]:
                     if other.repo_scoped:
                         table = tables[other.name]
                         found += [(other.name, i) for i in conn.execute(select(table.c.id).where(table.c.repo_id == record_id)).scalars()]
+        found += _tree_nodes_taken(conn, registry, frontier)
         level = store.links_to(conn, tables, frontier)
         links += level
         last: set[tuple[str, int, str]] = set()
@@ -41,6 +44,28 @@ def _cascade(conn, registry, start: Key) -> tuple[set[Key], list]:
         frontier = [key for key in dict.fromkeys(found) if key not in doomed]
         doomed.update(frontier)
     return doomed, links
+
+
+def _tree_nodes_taken(conn, registry, frontier: list[Key]) -> list[Key]:
+    """The tree nodes under the roots and nodes of `frontier` that go with them, as their node
+    type's rules for its root and parent refs say: read from its columns, which hold those refs
+    (`RecordType.tree_fields`), level by level as the links are."""
+    tables = conn.info["fonds_tables"]
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for name, record_id in frontier:
+        by_type[name].append(record_id)
+    found: list[Key] = []
+    for name, ids in by_type.items():
+        tree = registry[name].tree
+        if tree is None:
+            continue
+        field, column = ("parent", "parent_id") if name == tree.node else (tree.root_field, tree.root_column)
+        if registry[tree.node].rule_for(field).on_target_delete != "cascade":
+            continue
+        table = tables[tree.node]
+        rows = select_any(conn, lambda chunk, table=table, column=column: select(table.c.id).where(is_in(table.c[column], chunk)), ids)
+        found += [(tree.node, row.id) for row in rows]
+    return found
 
 
 def _losing_their_last(conn, tables, candidates: set[tuple[str, int, str]], doomed: set[Key]) -> list[Key]:
@@ -123,6 +148,5 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
 def _rewrite_without(conn, record_type, record_id: int, paths: list[str], *, now, username: str, find_links) -> None:
     """Drop refs to deleted records from a surviving record; it changes, so its lock_version moves on."""
     [doc] = rewrite_records(conn, record_type, [record_id], now=now, username=username, edit=lambda doc: _remove_paths(doc, paths))
-    store.replace_links(
-        conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=find_links(record_type, doc)
-    )
+    links = stored_links(record_type, find_links(record_type, doc))
+    store.replace_links(conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=links)

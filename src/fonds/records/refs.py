@@ -32,6 +32,14 @@ def field_pattern(path: str) -> str:
     return _INDEX.sub(lambda m: f"{m.group(1)}*", path)
 
 
+def stored_links(record_type: RecordType, links: list[Link]) -> list[Link]:
+    """The links of a record of `record_type` kept as record_link rows: all but a tree node's
+    refs to its root and parent, which its columns hold (a bulk load wrote half its link rows
+    for them, three index entries each)."""
+    fields = record_type.tree_fields
+    return [link for link in links if link[0] not in fields] if fields else links
+
+
 def check_refs(conn, registry: Registry, refs: list[tuple[str, str]], *, repo_id: int | None) -> list[Link]:
     """Refuse refs to records that do not exist or live in another repository; return the links."""
     links, errors = check_many(conn, registry, [(refs, repo_id)])

@@ -169,6 +169,12 @@ class RecordType:
         return self.tree is not None and self.tree.node == self.name
 
     @functools.cached_property
+    def tree_fields(self) -> frozenset[str]:
+        """A tree node's refs to its root and to its parent: its columns hold them (`root_column`,
+        `parent_id`), so they are not kept as link rows as well (`refs.stored_links`)."""
+        return frozenset((self.tree.root_field, "parent")) if self.is_tree_node else frozenset()
+
+    @functools.cached_property
     def read_fields(self) -> tuple[str, ...]:
         """Fields computed at read time and spliced into the stored JSON: never stored."""
         node = self.tree.node_read_fields if self.is_tree_node else ()

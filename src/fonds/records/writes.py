@@ -288,7 +288,11 @@ class Batch:
                 raise _unique_race(self.registry[name], members, error) from None
             if any(derived.item.fixed for derived in members):
                 store.advance_sequence(self.conn, table)
-        store.insert_links(self.conn, self.tables, [(d.item.record_type.name, d.item.record_id, link) for d in pending for link in d.links])
+        store.insert_links(
+            self.conn,
+            self.tables,
+            [(d.item.record_type.name, d.item.record_id, link) for d in pending for link in refs.stored_links(d.item.record_type, d.links)],
+        )
         change_log.append(self.conn, [_change(derived, self.now) for derived in pending])
 
     def _check_unique(self, record_type: RecordType, members: list[_Derived], stored_besides: bool = False) -> None:

@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Iterable
 from itertools import chain
 
-from sqlalchemy import Connection, LargeBinary, Row, Table, bindparam, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, LargeBinary, Row, Table, bindparam, delete, select, tuple_, update
 
 from fonds.storage import driver
 from fonds.storage.chunks import execute_in, in_chunks, select_in
@@ -415,33 +415,6 @@ def insert_links(conn: Connection, tables, links: list[tuple[str, int, tuple[str
     """Record refs of many records: (source type, source id, (field pattern, path, target type, target id))."""
     values = [(s, i, f, p, t, target) for s, i, (f, p, t, target) in links]
     insert_values(conn, tables["record_link"], LINK_COLUMNS, values)
-
-
-def retarget_links(
-    conn: Connection, tables, *, source_type: str, source_ids: list[int], field: str, target_type: str, target_id: int | None
-) -> None:
-    """Point the `field` ref (a single, unindexed one: path == field) of many sources at one target, or drop it (None)."""
-    table = tables["record_link"]
-    execute_in(
-        conn,
-        lambda chunk: delete(table).where(table.c.source_type == source_type, table.c.field == field, table.c.source_id.in_(chunk)),
-        source_ids,
-    )
-    if target_id is not None and source_ids:
-        conn.execute(
-            insert(table),
-            [
-                {
-                    "source_type": source_type,
-                    "source_id": i,
-                    "field": field,
-                    "path": field,
-                    "target_type": target_type,
-                    "target_id": target_id,
-                }
-                for i in source_ids
-            ],
-        )
 
 
 def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:

@@ -124,5 +124,4 @@ def _relocate(conn, registry, spec, rows, parent_id: int | None, slots: list[int
     statement = update(table).where(table.c.id == bindparam("b_id")).values(position=bindparam("b_position"))
     for chunk in store.chunks(list(zip(ids, slots)), 1000):
         conn.execute(statement, [{"b_id": node_id, "b_position": slot} for node_id, slot in chunk])
-    store.retarget_links(conn, tables, source_type=spec.node, source_ids=ids, field="parent", target_type=spec.node, target_id=parent_id)
     log_below(conn, registry, spec, [row.id for row in rows if row.parent_id != parent_id], now)

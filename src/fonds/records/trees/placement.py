@@ -244,6 +244,3 @@ def _move_descendants(ctx, spec, doc: dict, root_id: int | None) -> None:
         rewrite_records(
             conn, ctx.record_type, chunk, now=ctx.now, username=ctx.actor, edit=set_root, columns={spec.root_column: root_id}, by_user=True
         )
-        store.retarget_links(
-            conn, ctx.tables, source_type=spec.node, source_ids=chunk, field=spec.root_field, target_type=spec.root, target_id=root_id
-        )
