@@ -30,7 +30,7 @@ from fonds.records.registry import RecordType
 from fonds.records.trees import placement
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
-from fonds.storage import change_log, counts
+from fonds.storage import change_log
 from fonds.storage import records as store
 from fonds.storage.db import writers_take_turns
 
@@ -279,7 +279,7 @@ class Batch:
         for name, members in by_type.items():
             table = self.tables[name]
             try:
-                counts.insert_counted(self.conn, table, [derived.row for derived in members], store.insert_rows)
+                store.insert_rows(self.conn, table, [derived.row for derived in members])
             except IntegrityError as error:
                 if not checked_first:
                     # The members inserted before the refused one stay (the transaction is

@@ -18,11 +18,8 @@ and the lock is one every record write takes anyway before it commits."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from sqlalchemy import Connection
 
-from sqlalchemy import Connection, Table
-
-from fonds.storage import siblings
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
 from fonds.storage.triggers import has_trigger
@@ -36,8 +33,6 @@ TOTAL = -1
 VERSION = 3
 # Serialises installation when several workers start at once.
 INSTALL_LOCK_KEY = 7_420_016
-# SQLite: inserts of at least this many rows count their blocks once (`insert_counted`).
-BULK_ROWS = 256
 
 
 def _sqlite_trigger(head: str, *steps: str) -> str:
@@ -172,41 +167,3 @@ def counted_rows(conn: Connection, table: str) -> int | None:
     """The rows of a record table as its blocks count them, in every repository; None for a
     table no trigger counts."""
     return conn.exec_driver_sql("SELECT sum(n) FROM record_bucket WHERE record_type = ? AND bucket = ?", (table, TOTAL)).scalar()
-
-
-def insert_counted(conn: Connection, table: Table, rows: list[dict], insert: Callable[[Connection, Table, list[dict]], None]) -> None:
-    """`insert(conn, table, rows)`, the rows counted in their blocks as the triggers count them.
-
-    SQLite runs a row trigger per row, and building its NEW row (the record's JSON included)
-    costs as much as storing the row. So a large set is inserted with the table's insert trigger
-    set aside and its blocks counted with one upsert each, all in a savepoint of the caller's
-    transaction: another connection never sees the table without its trigger (SQLite's schema
-    changes are transactional), and a refused insert leaves trigger and counts as they were."""
-    name = f"{trigger_name(table.name)}_ins"
-    if conn.dialect.name != "sqlite" or len(rows) < BULK_ROWS:
-        return insert(conn, table, rows)
-    found = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).scalar()
-    if found is None:
-        return insert(conn, table, rows)
-    # A tree node table's sibling bands too (fonds.storage.siblings), likewise.
-    bands = siblings.insert_trigger(conn, table)
-    blocks: dict[tuple[int, int], int] = {}
-    for row in rows:
-        block = (row.get("repo_id") or 0, row["id"] // BLOCK)
-        blocks[block] = blocks.get(block, 0) + 1
-    for (repo_id, _), n in list(blocks.items()):
-        blocks[repo_id, TOTAL] = blocks.get((repo_id, TOTAL), 0) + n
-    with conn.begin_nested():
-        conn.exec_driver_sql(f'DROP TRIGGER "{name}"')
-        if bands is not None:
-            conn.exec_driver_sql(f'DROP TRIGGER "{bands[0]}"')
-        insert(conn, table, rows)
-        conn.exec_driver_sql(found)
-        conn.exec_driver_sql(
-            "INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + excluded.n",
-            [(table.name, repo_id, bucket, n) for (repo_id, bucket), n in blocks.items()],
-        )
-        if bands is not None:
-            conn.exec_driver_sql(bands[1])
-            siblings.bulk_counts(conn, table, rows)

@@ -16,7 +16,7 @@ triggers are per statement, and one that changes bands takes the change log's ap
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection
 
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
@@ -27,8 +27,6 @@ SHIFT = 18
 VERSION = 1
 # Serialises installation when several workers start at once.
 INSTALL_LOCK_KEY = 7_420_017
-# The root column of each node table whose triggers this process installed (`bulk_counts`).
-_ROOTS: dict[str, str] = {}
 
 _SQLITE = [
     """CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" WHEN NEW.position IS NOT NULL BEGIN
@@ -120,7 +118,6 @@ def trigger_name(table: str) -> str:
 
 def install(db: Database, roots: dict[str, str]) -> None:
     """Give every node table in `roots` (node table -> its root column) its band triggers."""
-    _ROOTS.update(roots)
     with db.write() as conn:
         if db.kind == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({INSTALL_LOCK_KEY})")
@@ -144,28 +141,3 @@ def _install_one(conn: Connection, table: str, root: str) -> None:
         f"SELECT '{table}', COALESCE({root}, 0), COALESCE(parent_id, 0), position >> {SHIFT}, count(*) "
         f'FROM "{table}" WHERE position IS NOT NULL GROUP BY 2, 3, 4'
     )
-
-
-def insert_trigger(conn: Connection, table: Table) -> tuple[str, str] | None:
-    """(name, SQL) of the table's SQLite insert trigger when `bulk_counts` can stand in for it."""
-    if table.name not in _ROOTS:
-        return None
-    name = f"{trigger_name(table.name)}_ins"
-    found = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).scalar()
-    return None if found is None else (name, found)
-
-
-def bulk_counts(conn: Connection, table: Table, rows: list[dict]) -> None:
-    """The bands of `rows`, inserted while the insert trigger was set aside, counted as it counts them."""
-    root = _ROOTS[table.name]
-    bands: dict[tuple[int, int, int], int] = {}
-    for row in rows:
-        if row.get("position") is not None:
-            band = (row.get(root) or 0, row.get("parent_id") or 0, row["position"] >> SHIFT)
-            bands[band] = bands.get(band, 0) + 1
-    if bands:
-        conn.exec_driver_sql(
-            "INSERT INTO sibling_bucket (node_type, root_id, parent_id, bucket, n) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (node_type, root_id, parent_id, bucket) DO UPDATE SET n = n + excluded.n",
-            [(table.name, *band, n) for band, n in bands.items()],
-        )
