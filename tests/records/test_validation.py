@@ -244,9 +244,14 @@ def corpus_records() -> list[tuple[str, dict]]:
     return [(entry["type"], substitute(entry["record"], uris, 2)) for entry in files]
 
 
-def test_the_refs_found_as_a_record_is_normalised_are_those_of_the_normalised_record(app):
-    # The path of a batch import finds them as it normalises; every other write reads them from
-    # the clean record (`find_refs`): both must name the same refs, at the same paths.
+def test_the_refs_and_defaults_found_as_a_record_is_normalised_are_those_of_the_normalised_record(app):
+    # As it normalises a record, the normaliser finds its refs and the subrecords that may lack a
+    # default; `find_refs` and `Defaults.fill` find them walking the clean record again (which
+    # other paths do): both must find the same refs at the same paths, and fill the same defaults.
+    import copy
+
+    import orjson
+
     from fonds.records.validation import find_refs
 
     service = app.state.fonds.records
@@ -280,8 +285,14 @@ def test_the_refs_found_as_a_record_is_normalised_are_those_of_the_normalised_re
     for name, record in shapes:
         found: list[tuple[str, str]] = []
         record_type = service.registry[name]
-        clean, _, _ = service.prepare_doc(record_type, {"jsonmodel_type": name, **record}, creating=True, refs=found)
+        doc = {"jsonmodel_type": name, **record}
+        given = {key: value for key, value in copy.deepcopy(doc).items() if key != "lock_version"}  # as prepare_doc takes it
+        normalised, _ = service.preparer.validator.normaliser.record(service.schemas[name], given)
+        clean, _, _ = service.prepare_doc(record_type, doc, creating=True, refs=found)
         assert sorted(found) == sorted(find_refs(service.schemas, service.schemas[name], clean)), name
+        normalised["jsonmodel_type"] = name
+        filled = service.preparer.defaults.fill(name, normalised, skip=record_type.read_fields)
+        assert orjson.dumps(clean) == orjson.dumps(filled), name
         every.append(found)
     assert sum(map(len, every)) > 20
     assert sorted(every[-2]) == [("terms/0/vocabulary", "/vocabularies/1"), ("vocabulary", "/vocabularies/1")]

@@ -75,6 +75,11 @@ class Defaults:
         self.keep_service_values(name, doc, doc, skip=skip)
         return doc != before
 
+    def fill_own(self, name: str, doc: dict, *, skip=()) -> None:
+        """Fill the defaults of the record of type `name` itself, not of its subrecords (which
+        the normaliser found: `Normaliser.record`'s `fills`)."""
+        fill_absent(self._plan(self.schemas[name])[0], doc, skip)
+
     def _fill_object(self, schema: dict, doc: dict, skip: frozenset = frozenset()) -> None:
         fills, descents = self._plan(schema)
         for key, target, each in descents:
@@ -87,9 +92,7 @@ class Defaults:
                         self._descend(target, item)
             else:
                 self._descend(target, value)
-        for key, default, fresh in fills:
-            if key not in doc and key not in skip:
-                doc[key] = fresh() if fresh is not None else default
+        fill_absent(fills, doc, skip)
 
     def _plan(self, schema: dict) -> tuple[list[tuple[str, object, object]], list[tuple[str, dict, bool]]]:
         """An object schema's work, worked out once: the properties filled when absent (with their
@@ -99,16 +102,12 @@ class Defaults:
         plans = self.plans
         found = plans.get(id(schema))
         if found is None:
-            fills, descents = [], []
-            for key, definition in schema.get("properties", {}).items():
-                if definition.get("readOnly"):
-                    continue
-                fill = _fill(key, definition)
-                if fill is not None:
-                    fills.append(fill)
-                if self._may_hold_subrecords(definition):
-                    descents.append(self._descent(key, definition))
-            found = plans[id(schema)] = (fills, descents)
+            descents = [
+                self._descent(key, definition)
+                for key, definition in schema.get("properties", {}).items()
+                if not definition.get("readOnly") and self._may_hold_subrecords(definition)
+            ]
+            found = plans[id(schema)] = (object_fills(schema), descents)
         return found
 
     def _descent(self, key: str, definition: dict) -> tuple[str, dict, bool]:
@@ -139,6 +138,21 @@ class Defaults:
         elif isinstance(value, list) and "items" in definition:
             for item in value:
                 self._descend(definition["items"], item)
+
+
+Fill = tuple[str, object, object]
+
+
+def object_fills(schema: dict) -> list[Fill]:
+    """What an object of `schema` is given for each property it lacks (`_fill`), in schema order."""
+    fills = [_fill(key, definition) for key, definition in schema.get("properties", {}).items() if not definition.get("readOnly")]
+    return [fill for fill in fills if fill is not None]
+
+
+def fill_absent(fills: list[Fill], doc: dict, skip=()) -> None:
+    for key, default, fresh in fills:
+        if key not in doc and key not in skip:
+            doc[key] = fresh() if fresh is not None else default
 
 
 def _fill(key: str, definition: dict) -> tuple[str, object, object] | None:

@@ -6,7 +6,7 @@ that validates large batch imports, `records/import_validation.py`)."""
 from __future__ import annotations
 
 from fonds.errors import Invalid
-from fonds.records.defaults import Defaults
+from fonds.records.defaults import Defaults, fill_absent
 from fonds.records.registry import RecordType, Registry
 from fonds.records.schemas import SchemaSet
 from fonds.records.validation import RecordValidator
@@ -44,6 +44,7 @@ class RecordPreparer:
         if given not in (None, "") and given != record_type.name:
             raise Invalid({"jsonmodel_type": [f"Must be '{record_type.name}' for this endpoint (you provided '{given}')"]})
         lock_version = doc.pop("lock_version", None)
+        fills: list[tuple[list, dict]] = []  # each subrecord's defaults, filled once it is valid
         schema = self.schemas[record_type.name]
         clean, warnings = self.validator.prepare(
             record_type.name,
@@ -54,12 +55,15 @@ class RecordPreparer:
             refresh=refresh,
             replace_refs=replace_refs,
             refs=refs,
+            fills=fills,
         )
         errors = record_type.hooks.check(clean)
         if errors:
             raise Invalid(errors, warnings)
         clean["jsonmodel_type"] = record_type.name
-        self.defaults.fill(record_type.name, clean, skip=record_type.read_fields)
+        for object_fills, subrecord in fills:
+            fill_absent(object_fills, subrecord)
+        self.defaults.fill_own(record_type.name, clean, skip=record_type.read_fields)
         return clean, warnings, lock_version
 
     def settle(self, record_type: RecordType, doc: dict, warnings: dict, existing_doc: dict | None = None) -> None:

@@ -15,6 +15,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 from fonds.errors import FieldErrors, Invalid
+from fonds.records.defaults import object_fills
 from fonds.records.schemas import ENVELOPE_PROPERTIES, SchemaSet
 from fonds.records.value_lists import ListCache
 
@@ -98,20 +99,31 @@ class Normaliser:
     warnings), and fills in `jsonmodel_type` of nested single-type objects. `replace_refs`: the
     URI each ref to one of its keys is given instead (a batch import's temporary URIs). `refs`:
     a list given the record's refs as `find_refs` finds them in the normalised record (in the
-    order of the record's keys rather than the schema's), found in the same walk."""
+    order of the record's keys rather than the schema's), found in the same walk. `fills`: a
+    list given each subrecord with the schema defaults it may lack (`defaults.object_fills`),
+    which `Defaults.fill` would find walking the record again once it is validated."""
 
     schemas: SchemaSet
     # `_Plan` of each object schema met, by its id.
     plans: dict[int, _Plan] = dataclass_field(default_factory=dict, init=False, repr=False)
 
     def record(
-        self, schema: dict, doc: dict, replace_refs: dict[str, str] | None = None, refs: list[tuple[str, str]] | None = None
+        self,
+        schema: dict,
+        doc: dict,
+        replace_refs: dict[str, str] | None = None,
+        refs: list[tuple[str, str]] | None = None,
+        fills: list[tuple[list, dict]] | None = None,
     ) -> tuple[dict, FieldErrors]:
         warnings: FieldErrors = {}
-        cleaned = self._object(schema, doc, "", warnings, replace_refs, refs)
+        cleaned = self._object(schema, doc, "", warnings, replace_refs, refs, fills)
+        if fills and fills[-1][1] is cleaned:
+            fills.pop()  # the record's own are the caller's (`Defaults.fill_own`)
         return ({} if cleaned is _DROP else cleaned), warnings
 
-    def _object(self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None):
+    def _object(
+        self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None, fills: list | None
+    ):
         plan = self._plan(schema)
         kept = plan.kept
         # A ref object is one ref: what it holds is not looked into (`find_refs`).
@@ -144,7 +156,7 @@ class Normaliser:
                 out[key] = raw  # a scalar is kept as given (no path to build, no schema to follow)
                 continue
             value = self._value(
-                definition, raw, _path(path, key), warnings, replace_refs, inner_refs if key in plan.may_hold_refs else None
+                definition, raw, _path(path, key), warnings, replace_refs, inner_refs if key in plan.may_hold_refs else None, fills
             )
             if value is not _DROP:
                 out[key] = value
@@ -159,6 +171,8 @@ class Normaliser:
                     ref = out["ref"] = replace_refs[ref]
                 if refs is not None:
                     refs.append((path, ref))
+        if plan.fills and fills is not None:
+            fills.append((plan.fills, out))
         return out
 
     def _plan(self, schema: dict) -> _Plan:
@@ -167,19 +181,21 @@ class Normaliser:
             found = self.plans[id(schema)] = _Plan.of(self.schemas, schema)
         return found
 
-    def _value(self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None):
+    def _value(
+        self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None, fills: list | None
+    ):
         if "oneOf" in definition:
             branch = self.schemas.branch_for(definition["oneOf"], raw.get("jsonmodel_type")) if isinstance(raw, dict) else None
-            return self._object(branch, raw, path, warnings, replace_refs, refs) if branch else raw
+            return self._object(branch, raw, path, warnings, replace_refs, refs, fills) if branch else raw
         definition = self.schemas.deref(definition)
         if isinstance(raw, dict) and "properties" in definition:
-            return self._object(definition, raw, path, warnings, replace_refs, refs)
+            return self._object(definition, raw, path, warnings, replace_refs, refs, fills)
         if isinstance(raw, list) and "items" in definition:
             items = []
             for index, item in enumerate(raw):
                 if _is_empty(item):
                     continue
-                value = self._value(definition["items"], item, _path(path, len(items)), warnings, replace_refs, refs)
+                value = self._value(definition["items"], item, _path(path, len(items)), warnings, replace_refs, refs, fills)
                 if value is not _DROP:
                     items.append(value)
             return items
@@ -202,6 +218,8 @@ class _Plan:
     # (`_ref_properties`: not the envelope's, not dates or notes).
     string_refs: frozenset[str]
     may_hold_refs: frozenset[str]
+    # What its objects are given for the properties they lack (`defaults.object_fills`).
+    fills: list
 
     @classmethod
     def of(cls, schemas: SchemaSet, schema: dict) -> _Plan:
@@ -219,6 +237,7 @@ class _Plan:
             "x-ref" in schema and not schema.get("readOnly"),
             frozenset(string_refs),
             frozenset(holding),
+            object_fills(schema),
         )
 
 
@@ -440,10 +459,11 @@ class RecordValidator:
         refresh: bool = True,
         replace_refs: dict[str, str] | None = None,
         refs: list[tuple[str, str]] | None = None,
+        fills: list[tuple[list, dict]] | None = None,
     ) -> tuple[dict, FieldErrors]:
         """Normalise and validate a client's record; raise `Invalid` or return (record, warnings).
-        `refs`: given the record's refs (`Normaliser`)."""
-        cleaned, warnings = self.normaliser.record(self.schemas[name], doc, replace_refs, refs)
+        `refs`, `fills`: given the record's refs and its subrecords' defaults (`Normaliser`)."""
+        cleaned, warnings = self.normaliser.record(self.schemas[name], doc, replace_refs, refs, fills)
         soft: FieldErrors = {}
         errors = self.errors(name, cleaned, soft, refresh=refresh)
         for field in aspace_required:
