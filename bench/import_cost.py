@@ -145,6 +145,9 @@ def run(records: int, seed: int, count: str | None) -> dict:
             validation = service.import_validation = InProcessValidation(settings.strict_validation, count)
         if count is not None:
             imports.DISPOSAL.free = _free_at_once
+            # Under callgrind an import's validation outlasts BULK_IDLE_SECONDS: the bulk
+            # connection, kept through a load's stream of imports, would be closed after each.
+            imports._close_bulk_connection_when_idle = lambda db: None
         mapping: dict[str, str] = {}
         imported, server_seconds = 0, 0.0
         for chunk in chunked([(repo_uri, archive)]):
