@@ -67,7 +67,7 @@ def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
         # The canonical record JSON, served as stored.
         Column("json", LargeBinary, nullable=False),
         Column("create_time", DateTime, nullable=False),
-        Column("system_mtime", DateTime, nullable=False, index=True),
+        Column("system_mtime", DateTime, nullable=False),
         Column("user_mtime", DateTime, nullable=False),
         Column("created_by", String(255), nullable=True),
         Column("last_modified_by", String(255), nullable=True),
