@@ -142,7 +142,7 @@ class Normaliser:
                     if key in string_refs:
                         inner_refs.append((_path(path, key), raw))
                 continue
-            if _is_empty(raw):
+            if raw is None or raw == "" or (kind is dict and not raw):  # `_is_empty`, inline: most values pass here
                 continue
             definition = kept.get(key, _UNKNOWN)
             if definition is _UNKNOWN:
@@ -156,7 +156,13 @@ class Normaliser:
                 out[key] = raw  # a scalar is kept as given (no path to build, no schema to follow)
                 continue
             value = self._value(
-                definition, raw, _path(path, key), warnings, replace_refs, inner_refs if key in plan.may_hold_refs else None, fills
+                definition,
+                raw,
+                f"{path}/{key}" if path else key,
+                warnings,
+                replace_refs,
+                inner_refs if key in plan.may_hold_refs else None,
+                fills,
             )
             if value is not _DROP:
                 out[key] = value
@@ -192,10 +198,11 @@ class Normaliser:
             return self._object(definition, raw, path, warnings, replace_refs, refs, fills)
         if isinstance(raw, list) and "items" in definition:
             items = []
-            for index, item in enumerate(raw):
-                if _is_empty(item):
+            item_definition = definition["items"]
+            for item in raw:
+                if item is None or item == "" or item == {}:  # `_is_empty`
                     continue
-                value = self._value(definition["items"], item, _path(path, len(items)), warnings, replace_refs, refs, fills)
+                value = self._value(item_definition, item, f"{path}/{len(items)}", warnings, replace_refs, refs, fills)
                 if value is not _DROP:
                     items.append(value)
             return items
