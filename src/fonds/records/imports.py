@@ -199,7 +199,7 @@ def _import(service, records, *, repo_id: int, actor, may_create, progress) -> I
         if value_lists.generation(conn) != lists.generation:
             _validated_again(service, conn, items)
         written: list = []
-        Batch(service, conn, actor).create(items, progress=_step(progress, "written"), keep=written, planned_refs=planned)
+        Batch(service, conn, actor).create(items, progress=_step(progress, "written"), keep=written, planned_refs=planned, results=False)
         ahead = service.id_leases.reserve_ahead(conn, counts)
     service.id_leases.add_all(ahead)
     saved = {e.temporary_uri: [created[e.temporary_uri], ids[e.index]] for e in entries if e.temporary_uri}

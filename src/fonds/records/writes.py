@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from fonds.errors import BadRequest, Invalid, nested_under
 from fonds.records import refs, uniqueness
-from fonds.records.hooks import WriteContext
+from fonds.records.hooks import Hooks, WriteContext
 from fonds.records.preparation import CREATION_STAMPS
 from fonds.records.registry import RecordType
 from fonds.records.trees import placement
@@ -116,9 +116,11 @@ class Batch:
         progress: Callable[[int], None] | None = None,
         keep: list | None = None,
         planned_refs: refs.PlannedRefs | None = None,
+        results: bool = True,
     ) -> list[dict]:
-        """Create `items` (dependencies first); returns each one's write result. `keep`: given the
-        records as written (their rows), to free them when the caller chooses. `planned_refs`:
+        """Create `items` (dependencies first); returns each one's write result (none if not
+        `results`: a batch import answers with its URIs alone). `keep`: given the records as
+        written (their rows), to free them when the caller chooses. `planned_refs`:
         `plan_refs(items)`, when the caller worked it out before the transaction (ids given)."""
         if not repository_checked:
             self._check_repositories(items)
@@ -146,11 +148,19 @@ class Batch:
             if progress is not None:
                 progress(index + 1)
         self.flush()
-        for derived in done:
-            derived.item.record_type.hooks.after_save(self.service, derived.ctx, derived.item.doc, self.actor)
+        saving = {
+            name: hooks.after_save
+            for name, hooks in {d.item.record_type.name: d.item.record_type.hooks for d in done}.items()
+            if _saves(hooks)
+        }
+        if saving:
+            for derived in done:
+                after_save = saving.get(derived.item.record_type.name)
+                if after_save is not None:
+                    after_save(self.service, derived.ctx, derived.item.doc, self.actor)
         if keep is not None:  # freeing a bulk write's rows is then the caller's to time (imports.py)
             keep.append(done)
-        return [_result(derived) for derived in done]
+        return [_result(derived) for derived in done] if results else []
 
     def _prepare(self, items: list[NewRecord]) -> None:
         by_type: dict[str, list[NewRecord]] = {}
@@ -319,6 +329,11 @@ class Batch:
         if problems:
             _, key, derived, other = min(problems, key=lambda problem: problem[0])
             raise labelled(uniqueness.clash(key, derived.row, other), derived.item.label)
+
+
+def _saves(hooks: Hooks) -> bool:
+    """Whether a type's hooks do anything after a save (most do not: no call a record then)."""
+    return type(hooks).after_save is not Hooks.after_save
 
 
 def _unique_race(record_type: RecordType, members: list[_Derived], error: IntegrityError) -> Exception:
