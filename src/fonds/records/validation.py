@@ -104,8 +104,9 @@ class Normaliser:
     which `Defaults.fill` would find walking the record again once it is validated."""
 
     schemas: SchemaSet
-    # `_Plan` of each object schema met, by its id.
+    # `_Plan` of each object schema met, and `_shape` of each definition, by its id.
     plans: dict[int, _Plan] = dataclass_field(default_factory=dict, init=False, repr=False)
+    shapes: dict[int, tuple] = dataclass_field(default_factory=dict, init=False, repr=False)
 
     def record(
         self,
@@ -190,25 +191,49 @@ class Normaliser:
     def _value(
         self, definition: dict, raw, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None, fills: list | None
     ):
-        if "oneOf" in definition:
-            branch = self.schemas.branch_for(definition["oneOf"], raw.get("jsonmodel_type")) if isinstance(raw, dict) else None
+        shape = self.shapes.get(id(definition))
+        if shape is None:
+            shape = self.shapes[id(definition)] = _shape(self.schemas, definition)
+        branches, resolved, items, string_ref = shape
+        if branches is not None:
+            if not isinstance(raw, dict):
+                return raw
+            kind = raw.get("jsonmodel_type")
+            branch = branches.get(kind) if kind is None or kind.__class__ is str else None
             return self._object(branch, raw, path, warnings, replace_refs, refs, fills) if branch else raw
-        definition = self.schemas.deref(definition)
-        if isinstance(raw, dict) and "properties" in definition:
-            return self._object(definition, raw, path, warnings, replace_refs, refs, fills)
-        if isinstance(raw, list) and "items" in definition:
-            items = []
-            item_definition = definition["items"]
+        if resolved is not None and isinstance(raw, dict):
+            return self._object(resolved, raw, path, warnings, replace_refs, refs, fills)
+        if items is not None and isinstance(raw, list):
+            kept = []
             for item in raw:
                 if item is None or item == "" or item == {}:  # `_is_empty`
                     continue
-                value = self._value(item_definition, item, f"{path}/{len(items)}", warnings, replace_refs, refs, fills)
+                value = self._value(items, item, f"{path}/{len(kept)}", warnings, replace_refs, refs, fills)
                 if value is not _DROP:
-                    items.append(value)
-            return items
-        if refs is not None and raw.__class__ is str and "x-ref" in definition and not definition.get("readOnly"):
+                    kept.append(value)
+            return kept
+        if string_ref and refs is not None and raw.__class__ is str:
             refs.append((path, raw))
         return raw
+
+
+def _shape(schemas: SchemaSet, definition: dict) -> tuple:
+    """How `Normaliser._value` treats a value of `definition`, worked out once per definition:
+    (a polymorphic one's branches by their `jsonmodel_type`, else None; the object schema it
+    resolves to, if any; its items' definition, if an array; whether a string value is a ref)."""
+    if "oneOf" in definition:
+        branches: dict = {}
+        for option in definition["oneOf"]:  # the first that names a type takes it (`SchemaSet.branch_for`)
+            target = schemas.deref(option)
+            branches.setdefault(target.get("properties", {}).get("jsonmodel_type", {}).get("const"), target)
+        return branches, None, None, False
+    resolved = schemas.deref(definition)
+    return (
+        None,
+        resolved if "properties" in resolved else None,
+        resolved.get("items") if "items" in resolved else None,
+        "x-ref" in resolved and not resolved.get("readOnly"),
+    )
 
 
 @dataclass(slots=True)
