@@ -83,6 +83,8 @@ class RecordService:
         self.list_usage = ListUsage(self.schemas, registry)
         self.preparer = RecordPreparer(self.schemas, registry, self.value_lists, strict=settings.strict_validation)
         self.validator, self.defaults = self.preparer.validator, self.preparer.defaults
+        # A record normalised, validated and given its defaults (`RecordPreparer.prepare_doc`).
+        self.prepare_doc = self.preparer.prepare_doc
         self.import_validation = ImportValidation(
             registry_source,
             strict=settings.strict_validation,
@@ -96,18 +98,6 @@ class RecordService:
 
     def prepare(self, record_type: RecordType, body: bytes, *, creating: bool) -> tuple[dict, dict, object]:
         return self.prepare_doc(record_type, parse_body(body), creating=creating)
-
-    def prepare_doc(
-        self,
-        record_type: RecordType,
-        doc: dict,
-        *,
-        creating: bool,
-        refresh: bool = True,
-        replace_refs: dict[str, str] | None = None,
-        refs: list[tuple[str, str]] | None = None,
-    ) -> tuple[dict, dict, object]:
-        return self.preparer.prepare_doc(record_type, doc, creating=creating, refresh=refresh, replace_refs=replace_refs, refs=refs)
 
     def find_links(self, record_type: RecordType, doc: dict) -> list[refs.Link]:
         found = []
