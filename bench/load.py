@@ -31,6 +31,9 @@ CHILDREN_CHUNK = 1_000
 # once the request before is answered (60,000 records on SQLite: 9,060/9,384 records/s with 2,
 # 9,867/9,283 with 3; a server validating in its own process, 7,700-8,350 with 2, 7,866 with 3).
 IN_FLIGHT = 3
+# Chunks read ahead of those sent, at most: a chunk waiting for an earlier one's answer lets the
+# ones after it go.
+LOOKAHEAD = 16
 
 
 class LoadError(RuntimeError):
@@ -244,24 +247,46 @@ class Spool:
 
 
 class Chunks:
-    """Chunks sent IN_FLIGHT at once, in order; one that refers to a record of a chunk still in
-    flight waits for that one (its temporary URI is rewritten to the one the server reports)."""
+    """Chunks sent IN_FLIGHT at once. One that refers to a record of a chunk not yet answered
+    waits for that one (its temporary URI is rewritten to the one the server reports), and the
+    chunks after it that do not go meanwhile, up to LOOKAHEAD waiting: sent strictly in order,
+    the big tree's chunks (each refers to the one before) went one at a time, and one of the
+    server's two processes writing imports stood idle for a tenth of a load."""
 
     def __init__(self, loader: Loader):
         self.loader = loader
         self.in_flight: dict[asyncio.Task, frozenset[str]] = {}  # each request's temporary URIs
+        self.waiting: list[Chunk] = []
         self.idle = [loader.connection() for _ in range(IN_FLIGHT)]
 
     async def send(self, chunk: Chunk) -> None:
-        while any(not chunk.refs.isdisjoint(uris) for uris in self.in_flight.values()) or not self.idle:
+        self.waiting.append(chunk)
+        self._start_ready()
+        while len(self.waiting) >= LOOKAHEAD:
             await self._wait(all_of_them=False)
-        task = asyncio.create_task(self._import(chunk, self.idle.pop()))
-        self.in_flight[task] = chunk.uris
+            self._start_ready()
 
     async def finish(self) -> None:
+        while self.waiting:
+            await self._wait(all_of_them=False)
+            self._start_ready()
         await self._wait(all_of_them=True)
         for connection in self.idle:
             await connection.close()
+
+    def _start_ready(self) -> None:
+        """Send, in order, each waiting chunk that refers to no record of a chunk in flight or
+        waiting before it, while a connection is free."""
+        unanswered = list(self.in_flight.values())
+        still = []
+        for chunk in self.waiting:
+            if self.idle and all(chunk.refs.isdisjoint(uris) for uris in unanswered):
+                task = asyncio.create_task(self._import(chunk, self.idle.pop()))
+                self.in_flight[task] = chunk.uris
+            else:
+                still.append(chunk)
+            unanswered.append(chunk.uris)
+        self.waiting = still
 
     async def _wait(self, *, all_of_them: bool) -> None:
         if self.in_flight:

@@ -143,6 +143,47 @@ def test_units_are_packed_whole_into_chunks_and_sent_in_flight_together_once_the
     assert set(loader.mapping) == set(server.created)
 
 
+def test_a_chunk_waiting_for_an_earlier_ones_answer_lets_the_chunks_after_it_go():
+    # A tree in three chunks, each referring to the one before, then three collections on their own.
+    def record(uri, parent=None):
+        return {"uri": uri, **({"parent": {"ref": parent}} if parent else {})}
+
+    tree = [load._chunk("/repositories/2", [record(f"/t/{n}", f"/t/{n - 1}" if n else None)]) for n in range(3)]
+    alone = [load._chunk("/repositories/2", [record(f"/c/{n}")]) for n in range(3)]
+    server = FakeServer()
+    sent: list[str] = []
+    connection = server.connection
+
+    def recording_connection():
+        inner = connection()
+
+        class Recording:
+            async def request(self, method, path, body):
+                sent.append(orjson.loads(body)[0]["uri"])
+                return await inner.request(method, path, body)
+
+            async def close(self):
+                pass
+
+        return Recording()
+
+    loader = Loader("127.0.0.1", 1, "token", {"POST /repositories/{repo_id}/batch_imports"}, 2)
+    loader.connection = recording_connection
+
+    async def send_all():
+        chunks = load.Chunks(loader)
+        for chunk in [*tree, *alone]:
+            await chunks.send(chunk)
+        await chunks.finish()
+
+    asyncio.run(send_all())
+
+    assert sent[:3] == ["/t/0", "/c/0", "/c/1"]  # the second part of the tree waits for the first's answer; the others go
+    assert sent.index("/t/1") < sent.index("/t/2")
+    assert sorted(sent) == sorted(["/t/0", "/t/1", "/t/2", "/c/0", "/c/1", "/c/2"])
+    assert set(loader.mapping) == set(sent)
+
+
 def test_bench_runs_against_a_real_server(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FONDS_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
