@@ -118,6 +118,18 @@ class TreeSpec:
     def root_column(self) -> str:
         return f"{self.root}_id"
 
+    @property
+    def node_indexes(self) -> tuple[tuple[str, ...], ...]:
+        """A node table's index of each sibling list below a node, in order: children, descendants
+        level by level, a node's siblings."""
+        return (("parent_id", "position"),)
+
+    @property
+    def top_level_indexes(self) -> tuple[tuple[tuple[str, ...], str], ...]:
+        """A node table's index of each tree's top level, in order: of the top-level nodes only (a
+        few of a tree's thousands), so the other nodes' writes do not enter it."""
+        return (((self.root_column, "position"), "parent_id IS NULL"),)
+
 
 @dataclass(frozen=True)
 class RecordType:
@@ -189,7 +201,8 @@ class RecordType:
             repo_scoped=self.repo_scoped,
             columns=self.columns,
             unique=tuple(key.columns for key in self.unique_keys),
-            indexes=self.indexes,
+            indexes=self.indexes + (self.tree.node_indexes if self.is_tree_node else ()),
+            partial_indexes=self.tree.top_level_indexes if self.is_tree_node else (),
         )
 
     def rule_for(self, field_pattern: str) -> RefRule:

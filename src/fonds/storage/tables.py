@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.types import TypeEngine
 
@@ -45,6 +46,8 @@ class TableSpec:
     columns: tuple[ColumnSpec, ...] = ()
     unique: tuple[tuple[str, ...], ...] = ()
     indexes: tuple[tuple[str, ...], ...] = ()
+    # Indexes of the rows matching a condition only (SQL, the same on every database): (columns, condition).
+    partial_indexes: tuple[tuple[tuple[str, ...], str], ...] = ()
 
 
 # PostgreSQL cuts identifiers at 63 bytes (SQLAlchemy refuses longer ones).
@@ -75,6 +78,10 @@ def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
     columns += [Column(c.name, c.type, nullable=True, index=c.index) for c in spec.columns]
     constraints = [UniqueConstraint(*cols) for cols in spec.unique]
     indexes = [Index(index_name(spec.name, cols), *cols) for cols in spec.indexes]
+    indexes += [
+        Index(index_name(spec.name, cols), *cols, sqlite_where=text(where), postgresql_where=text(where))
+        for cols, where in spec.partial_indexes
+    ]
     if spec.repo_scoped:
         # A repository's records in id order, from the index alone: listings and all_ids.
         indexes.append(Index(index_name(spec.name, ("repo_id", "id")), "repo_id", "id"))

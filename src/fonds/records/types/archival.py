@@ -311,7 +311,7 @@ TYPES = (
         ),
         columns=(
             id_column("resource_id"),
-            id_column("parent_id", index=True),
+            id_column("parent_id"),
             id_column("position"),
             text_column("ref_id"),
             text_column("component_id", index=True),
@@ -321,7 +321,6 @@ TYPES = (
             text_column("display_string", 8192),
         ),
         unique_keys=(UniqueKey(("resource_id", "ref_id"), "ref_id", "An Archival Object Ref ID must be unique to its resource"),),
-        indexes=(("resource_id", "parent_id", "position"),),
         ref_rules=(RefRule("resource", "cascade"), RefRule("parent", "cascade"), *INSTANCE_RULES),
         hooks=ArchivalObjectHooks(),
         tree=ARCHIVAL_TREE,

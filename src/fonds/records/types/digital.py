@@ -289,7 +289,7 @@ TYPES = (
         minimum=(RequiredOneOf(COMPONENT_NAMES, custom=tuple((f, "you must provide a label, title or date") for f in COMPONENT_NAMES)),),
         columns=(
             id_column("digital_object_id"),
-            id_column("parent_id", index=True),
+            id_column("parent_id"),
             id_column("position"),
             text_column("component_id", index=True),
             ColumnSpec("publish", Boolean()),
@@ -301,7 +301,6 @@ TYPES = (
                 ("digital_object_id", "component_id"), "component_id", "A Digital Object Component ID must be unique to its Digital Object"
             ),
         ),
-        indexes=(("digital_object_id", "parent_id", "position"),),
         ref_rules=(RefRule("digital_object", "cascade"), RefRule("parent", "cascade")),
         hooks=DigitalObjectComponentHooks(),
         tree=DIGITAL_TREE,
