@@ -1,6 +1,7 @@
 """Revision 0016_tree_sibling_indexes: a tree node table's sibling lists are indexed by parent and
-position, and each tree's top level by root and position (top-level nodes only), instead of by
-parent and by root, parent and position. Trees read the same before and after, and back."""
+position, and each tree's top level by root, parent and position over its top-level nodes only,
+instead of by parent and by root, parent and position over every node. Trees read the same before
+and after, and back."""
 
 from __future__ import annotations
 
@@ -21,27 +22,27 @@ with warnings.catch_warnings():
 
 NODES = ("archival_object", "digital_object_component")
 NEW = {
-    ("archival_object", ("parent_id", "position")),
-    ("archival_object", ("resource_id", "position")),
-    ("digital_object_component", ("parent_id", "position")),
-    ("digital_object_component", ("digital_object_id", "position")),
+    ("ix_archival_object_parent_id_position", ("parent_id", "position")),
+    ("ix_archival_object_resource_id_parent_id_position_partial", ("resource_id", "parent_id", "position")),
+    ("ix_digital_object_component_parent_id_position", ("parent_id", "position")),
+    ("ix_digital_object_component_digital_object_id_parent_i_535bf40a", ("digital_object_id", "parent_id", "position")),
 }
 OLD = {
-    ("archival_object", ("parent_id",)),
-    ("archival_object", ("resource_id", "parent_id", "position")),
-    ("digital_object_component", ("parent_id",)),
-    ("digital_object_component", ("digital_object_id", "parent_id", "position")),
+    ("ix_archival_object_parent_id", ("parent_id",)),
+    ("ix_archival_object_resource_id_parent_id_position", ("resource_id", "parent_id", "position")),
+    ("ix_digital_object_component_parent_id", ("parent_id",)),
+    ("ix_digital_object_component_digital_object_id_parent_i_f4920b9c", ("digital_object_id", "parent_id", "position")),
 }
 
 
 def _tree_indexes(settings) -> set[tuple[str, tuple[str, ...]]]:
-    """Each node table's indexes that hold `parent_id` or `position`."""
+    """Each node table's indexes that hold `parent_id` or `position`: (name, columns)."""
     db = Database(settings.effective_database_url, database_metadata())
     try:
         with db.engine.connect() as conn:
             found = inspect(conn)
             return {
-                (table, tuple(index["column_names"]))
+                (index["name"], tuple(index["column_names"]))
                 for table in NODES
                 for index in found.get_indexes(table)
                 if {"parent_id", "position"} & set(index["column_names"])

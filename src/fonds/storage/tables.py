@@ -46,7 +46,8 @@ class TableSpec:
     columns: tuple[ColumnSpec, ...] = ()
     unique: tuple[tuple[str, ...], ...] = ()
     indexes: tuple[tuple[str, ...], ...] = ()
-    # Indexes of the rows matching a condition only (SQL, the same on every database): (columns, condition).
+    # Indexes of the rows matching a condition only (SQL, the same on every database): (columns,
+    # condition), each named as an index of its columns and `partial`.
     partial_indexes: tuple[tuple[tuple[str, ...], str], ...] = ()
 
 
@@ -79,7 +80,7 @@ def _record_table(metadata: MetaData, spec: TableSpec) -> Table:
     constraints = [UniqueConstraint(*cols) for cols in spec.unique]
     indexes = [Index(index_name(spec.name, cols), *cols) for cols in spec.indexes]
     indexes += [
-        Index(index_name(spec.name, cols), *cols, sqlite_where=text(where), postgresql_where=text(where))
+        Index(index_name(spec.name, (*cols, "partial")), *cols, sqlite_where=text(where), postgresql_where=text(where))
         for cols, where in spec.partial_indexes
     ]
     if spec.repo_scoped:

@@ -96,21 +96,23 @@ def _position_sql(spec, row: str) -> str:
 def _before_sql(node: str, root: str, row: str) -> str:
     """The count of the siblings before the node (alias `row`, with a root): the sibling bands
     below its own and a count within its band, so the cost does not grow with the list. The
-    siblings' parent is matched as `IS NULL` for a top-level node, so an index serves it."""
+    siblings' parent is matched as `IS NULL` for a top-level node, so an index serves it, and a
+    node's siblings below a parent by the parent alone (they are of its tree), so the index of
+    sibling lists counts them without reading their rows."""
     band = f"({row}.position >> {siblings.SHIFT})"
     below = (
         f"(SELECT coalesce(sum(b.n), 0) FROM sibling_bucket b WHERE b.node_type = '{node}' AND b.root_id = {row}.{root}"
         f" AND b.parent_id = coalesce({row}.parent_id, 0) AND b.bucket < {band})"
     )
 
-    def within(parent: str) -> str:
+    def within(siblings_of_row: str) -> str:
         return (
-            f'(SELECT count(*) FROM "{node}" s WHERE s.{root} = {row}.{root} AND {parent}'
+            f'(SELECT count(*) FROM "{node}" s WHERE {siblings_of_row}'
             f" AND s.position >= ({band} << {siblings.SHIFT}) AND s.position < {row}.position)"
         )
 
     return (
-        f"CASE WHEN {row}.parent_id IS NULL THEN {below} + {within('s.parent_id IS NULL')}"
+        f"CASE WHEN {row}.parent_id IS NULL THEN {below} + {within(f's.{root} = {row}.{root} AND s.parent_id IS NULL')}"
         f" ELSE {below} + {within(f's.parent_id = {row}.parent_id')} END"
     )
 

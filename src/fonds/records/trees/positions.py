@@ -37,12 +37,14 @@ class Siblings:
 
     @property
     def where(self):
+        """The list's nodes: below a node, by their parent alone (a node's children are of its
+        tree), which the index of sibling lists answers without reading their rows; at the top
+        level, by their root."""
         table = self.table
+        if self.parent_id is not None:
+            return table.c.parent_id == self.parent_id
         root = table.c[self.root_column]
-        return and_(
-            root.is_(None) if self.root_id is None else root == self.root_id,
-            table.c.parent_id.is_(None) if self.parent_id is None else table.c.parent_id == self.parent_id,
-        )
+        return and_(root.is_(None) if self.root_id is None else root == self.root_id, table.c.parent_id.is_(None))
 
 
 def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:
