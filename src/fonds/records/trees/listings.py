@@ -8,7 +8,7 @@ statement), build the child lists in memory and walk them without recursion."""
 from __future__ import annotations
 
 import orjson
-from sqlalchemy import and_, or_, select
+from sqlalchemy import or_, select
 
 from fonds.errors import BadRequest
 from fonds.records.plain import splice
@@ -141,10 +141,10 @@ def _ids_of_interest(tree: LargeTree, limit_to: str) -> list[int]:
         node = node_in(tree, limit_to, "limit_to")
         above = hierarchy.ancestor_rows(tree.conn, table, [node.id], columns=())
         parents = [row.parent_id for row in above.values()] + [node.id]
-    # Each list from its own index: below a node (of this tree, so are its children), or the top level.
+    # Each list from its own index: below a node (`Siblings.where`: by parent alone), or the top level.
     wanted = [table.c.parent_id.in_([p for p in parents if p is not None])]
     if None in parents:
-        wanted.append(and_(table.c[tree.spec.root_column] == tree.root.id, table.c.parent_id.is_(None)))
+        wanted.append(tree.siblings(None).where)
     return list(tree.conn.execute(select(table.c.id).where(or_(*wanted))).scalars())
 
 
