@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError, OperationalError
 
 from fonds.storage import driver
+from fonds.storage.checkpoints import Checkpoints
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Each SQLite connection's page cache (the default is 2,000 KiB): with a connection per busy
@@ -28,7 +29,8 @@ SQLITE_CACHE_KIB = 512
 # The write-ahead log is copied back into the database (a checkpoint, run by the write that
 # passes this many pages, with an fsync) less often than SQLite's default of every 1,000 pages:
 # pages written again and again (b-tree interiors, counts) are copied once per checkpoint, and a
-# bulk load's commits took 40 % less time (checkpoints included). The log grows to ~64 MB.
+# bulk load's commits took 40 % less time (checkpoints included). The log grows to ~64 MB. Bulk
+# writes leave theirs to a thread, outside the write turn (storage/checkpoints.py).
 SQLITE_WAL_CHECKPOINT_PAGES = 16_000
 # Threads serving requests (the app sets anyio's thread limiter to this) and the pool kept open
 # for them: with fewer pooled connections than threads, the pool closes and reopens a connection
@@ -241,6 +243,14 @@ class Database:
         self.after_write: list[Callable[[], None]] = []
         path = sqlite_file(self.url)
         self._turns = WriteTurns(f"{path}-write.lock" if path is not None else None)
+        # SQLite on a file: bulk writes' checkpoints, run beside them (storage/checkpoints.py).
+        self.checkpoints = Checkpoints(path, SQLITE_WAL_CHECKPOINT_PAGES, self._turn) if path is not None else None
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """The write turn alone (SQLite), no transaction."""
+        with self._write_lock, self._turns:
+            yield
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -291,11 +301,15 @@ class Database:
                 raise
             finally:
                 self._bulk_used = time.monotonic()
+        if self.checkpoints is not None:
+            self.checkpoints.after_write()
         self.wrote()
 
     def _open_bulk(self) -> Connection:
         conn = self.engine.connect().execution_options(fonds_write=True)
         conn.connection.dbapi_connection.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+        if self.checkpoints is not None:
+            self.checkpoints.take_over(conn.connection.dbapi_connection)
         leave_pool(conn)  # its prepared statements and cache go when it is closed
         self._bulk = conn
         return conn
@@ -369,6 +383,8 @@ class Database:
             return str(conn.dialect.server_version_info and ".".join(map(str, conn.dialect.server_version_info)))
 
     def dispose(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
         if self._write_lock is not None:
             with self._write_lock:
                 self._close_bulk()
