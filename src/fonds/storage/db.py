@@ -248,7 +248,7 @@ class Database:
 
     @contextmanager
     def _turn(self) -> Iterator[None]:
-        """The write turn alone (SQLite), no transaction."""
+        """The write turn (SQLite): this process's writers queue on its lock, then take the file's turn."""
         with self._write_lock, self._turns:
             yield
 
@@ -270,7 +270,7 @@ class Database:
                 _start(conn, self.tables)
                 yield conn
             return
-        with self._write_lock, self._turns, self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
+        with self._turn(), self.engine.connect().execution_options(fonds_write=True) as conn, conn.begin():
             _start(conn, self.tables)
             yield conn
 
@@ -289,7 +289,7 @@ class Database:
             with self.write() as conn:
                 yield conn
             return
-        with self._write_lock, self._turns:
+        with self._turn():
             conn = self._bulk or self._open_bulk()
             try:
                 with conn.begin():
