@@ -130,6 +130,76 @@ def test_the_process_refuses_records_nested_too_deep_or_holding_nul_as_the_serve
     assert api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json() == []
 
 
+def nested(levels: int) -> str:
+    """A string inside `levels` arrays, as JSON."""
+    return "[" * levels + '"x"' + "]" * levels
+
+
+# Where a record holds a value, and how deep the value itself lies: kept as given for the
+# validator (a string's field, an extent that is no object), walked (a date's expression), or
+# dropped (an unknown property, a read-only one).
+PLACES = [
+    ('"title": {}', 1),
+    ('"extents": [{}]', 2),
+    ('"dates": [{{"jsonmodel_type": "date", "date_type": "single", "label": "creation", "expression": {}}}]', 3),
+    ('"unknown_property": {}', 1),
+    ('"linked_events": {}', 1),
+]
+
+
+@pytest.mark.parametrize(("place", "depth"), PLACES)
+@pytest.mark.parametrize("past_limit", [False, True])
+def test_the_process_judges_a_records_depth_as_the_server_does_wherever_it_lies(api, repo, validation, place, depth, past_limit):
+    # The process checks depth as it normalises each record (no walk of its own before):
+    # one level more than MAX_DEPTH is refused, and MAX_DEPTH itself judged on its merits, as in the server.
+    levels = MAX_DEPTH - depth + past_limit  # the string inside lies at MAX_DEPTH (+ 1)
+
+    def body(prefix: str) -> str:
+        records = [orjson.dumps(record).decode() for record in accessions(repo, prefix, 3)]
+        records[1] = records[1][:-1] + ", " + place.format(nested(levels)) + "}"
+        return "[" + ",".join(records) + "]"
+
+    assert_judged_alike(api, repo, validation, body, past_limit)
+
+
+@pytest.mark.parametrize("past_limit", [False, True])
+def test_the_process_judges_the_depth_of_subrecords_within_subrecords_as_the_server_does(api, repo, validation, past_limit):
+    # An outline's levels hold levels: a walk of the schema, each level two deeper than the one above.
+    def body(prefix: str) -> str:
+        level = {"jsonmodel_type": "note_outline_level", "items": ["x"]}
+        for _ in range(28 + past_limit):  # the innermost "x" at 64 (66: refused)
+            level = {"jsonmodel_type": "note_outline_level", "items": [level]}
+        outline = {"jsonmodel_type": "note_outline", "levels": [level]}
+        note = {"jsonmodel_type": "note_bioghist", "subnotes": [outline]}
+        agent = {
+            "jsonmodel_type": "agent_person",
+            "uri": f"/agents/people/import_{prefix}",
+            "names": [{"primary_name": prefix, "name_order": "inverted", "source": "local", "sort_name_auto_generate": True}],
+            "notes": [note],
+        }
+        return orjson.dumps([accessions(repo, prefix, 1)[0], agent]).decode()
+
+    assert_judged_alike(api, repo, validation, body, past_limit)
+
+
+def assert_judged_alike(api, repo, validation, body, past_limit: bool) -> None:
+    """The batch `body(prefix)` is judged the same by the process and in the server, and refused
+    as too deep (its second record) if `past_limit`."""
+    answers = []
+    for min_records in (1, 0):  # by the process, then in the server
+        validation.min_records = min_records
+        # Identifiers of their own: where nothing is refused, both imports are written.
+        content = body(f"N{past_limit:d}{min_records}{time.monotonic_ns()}")
+        response = api.post(f"/repositories/{repo}/batch_imports", content=content, headers={"content-type": "application/json"})
+        answers.append((response.status_code, response.json()["error"] if response.status_code == 400 else None))
+    assert answers[0] == answers[1]
+    _, error = answers[0]
+    too_deep = [path for path, messages in (error or {}).items() if messages == [f"Nested more than {MAX_DEPTH} levels deep"]]
+    assert bool(too_deep) == past_limit, answers
+    if past_limit:
+        assert too_deep[0].startswith("batch_import/1/")
+
+
 def test_text_that_reads_like_an_escaped_nul_is_not_one(api, repo, validation, reading):
     # A backslash before "u0000" (in JSON, "C:\\u0000 drive"): the body holds the bytes of a NUL's escape,
     # so the process looks at every string, and finds none holding a NUL.

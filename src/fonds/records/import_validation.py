@@ -61,7 +61,7 @@ from fonds.records.import_entries import (
 )
 from fonds.records.preparation import WRITTEN_FIELDS
 from fonds.records.registry import RecordType
-from fonds.records.validation import check_structure, structures_are_sound
+from fonds.records.validation import check_structure, may_hold_nul
 
 log = logging.getLogger("fonds.records")
 
@@ -572,11 +572,12 @@ def _validated(
     preparer.validator.value_lists.snapshot = lists
     stand_in_uris = None if final else set(created.values())
     out = []
-    sound = structures_are_sound(docs, json=json)
+    # Normalising a record refuses it if nested too deep, as `check_structure` would.
+    nul = may_hold_nul(json)
     for index, (name, doc) in enumerate(zip(names, docs)):
         record_type, record_refs = registry[name], []
         try:
-            if not sound:
+            if nul:
                 check_structure(doc)
             clean, warnings, _ = preparer.prepare_doc(
                 record_type, doc, creating=True, refresh=False, replace_refs=created, refs=record_refs

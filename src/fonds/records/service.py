@@ -60,7 +60,7 @@ def parse_body(body: bytes) -> dict:
         raise BadRequest(f"Had some trouble parsing your request: {exc}") from None
     if not isinstance(doc, dict):
         raise BadRequest(f"Had some trouble parsing your request: expected a JSON object, got {type(doc).__name__}")
-    check_structure(doc)
+    check_structure(doc, body)
     return doc
 
 
