@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 
 import orjson
 from sqlalchemy import Boolean
@@ -331,34 +330,39 @@ TYPES = (
 )
 
 
-class _RandomBytes:
-    """The system's random bytes, read 4 KiB at a time: one read per id (as `uuid.uuid4` does)
-    cost more than the rest of making the id, thousands of times over in a bulk load."""
+class _RefIds:
+    """New components' `ref_id`s, made 256 at a time from one read of the system's random bytes:
+    one read per id (as `uuid.uuid4` does) cost more than the rest of making the id, and making
+    each from bytes read ahead (a lock, two slices and a `hex` an id) still cost a bulk load's
+    validation 3 % of its time. Taken with `list.pop`, atomic: no lock."""
 
-    SIZE = 4096
+    COUNT = 256
+    # Each id's version (4) and variant (RFC 4122) bits, set in its 7th and 9th bytes.
+    VERSION = bytes((byte & 0x0F) | 0x40 for byte in range(256))
+    VARIANT = bytes((byte & 0x3F) | 0x80 for byte in range(256))
 
     def __init__(self):
-        self.lock = threading.Lock()
-        self.buffer, self.used = b"", self.SIZE
-        os.register_at_fork(after_in_child=self._forget)
+        self.ready: list[str] = []
+        os.register_at_fork(after_in_child=self.ready.clear)  # a forked child must not hand out its parent's ids
 
-    def _forget(self) -> None:
-        self.buffer, self.used = b"", self.SIZE  # a forked child must not hand out its parent's ids
+    def take(self) -> str:
+        while True:
+            try:
+                return self.ready.pop()
+            except IndexError:  # another thread may take them all before this one's turn: made again
+                self.ready.extend(self._made())
 
-    def take(self, count: int) -> bytes:
-        with self.lock:
-            if self.used + count > len(self.buffer):
-                self.buffer, self.used = os.urandom(self.SIZE), 0
-            start, self.used = self.used, self.used + count
-            return self.buffer[start : self.used]
+    def _made(self) -> list[str]:
+        raw = bytearray(os.urandom(16 * self.COUNT))
+        raw[6::16] = raw[6::16].translate(self.VERSION)
+        raw[8::16] = raw[8::16].translate(self.VARIANT)
+        digits = raw.hex()
+        return [digits[start : start + 32] for start in range(0, len(digits), 32)]
 
 
-_RANDOM = _RandomBytes()
+_REF_IDS = _RefIds()
 
 
 def new_ref_id() -> str:
     """A component's new `ref_id`: a random (version 4) UUID's 32 hex digits, as ArchivesSpace makes them."""
-    value = bytearray(_RANDOM.take(16))
-    value[6] = (value[6] & 0x0F) | 0x40  # version 4
-    value[8] = (value[8] & 0x3F) | 0x80  # RFC 4122 variant
-    return value.hex()
+    return _REF_IDS.take()
