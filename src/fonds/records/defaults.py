@@ -152,7 +152,8 @@ def object_fills(schema: dict) -> list[Fill]:
 def fill_absent(fills: list[Fill], doc: dict, skip=()) -> None:
     for key, default, fresh in fills:
         if key not in doc and (not skip or key not in skip):
-            doc[key] = default if fresh is None else fresh()
+            # Most are arrays: a list display makes an empty one without a call.
+            doc[key] = [] if fresh is list else default if fresh is None else fresh()
 
 
 def _fill(key: str, definition: dict) -> tuple[str, object, object] | None:

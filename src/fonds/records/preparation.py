@@ -49,7 +49,7 @@ class RecordPreparer:
         clean, warnings = self.validator.prepare(
             record_type.name,
             doc,
-            aspace_required=tuple(schema.get("x-aspace-required", ())),
+            aspace_required=schema.get("x-aspace-required", ()),
             one_of_groups=record_type.minimum,
             strict=self.strict,
             refresh=refresh,

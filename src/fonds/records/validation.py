@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
@@ -38,8 +38,10 @@ def _path(base: str, key) -> str:
     return f"{base}/{key}" if base else str(key)
 
 
-def _is_empty(value) -> bool:
-    return value is None or value == "" or value == {}
+def _lacks(doc: dict, field: str) -> bool:
+    """Whether `doc` has no value for `field`: absent, empty (None, "" or {}), or an empty list."""
+    value = doc.get(field)
+    return value is None or value == "" or value == {} or value == []
 
 
 def check_structure(doc, json: bytes | None = None) -> None:
@@ -169,7 +171,7 @@ class Normaliser:
                     if key in string_refs:
                         inner_refs.append((_path(path, key), raw))
                 continue
-            if raw is None or raw == "" or (kind is dict and not raw):  # `_is_empty`, inline: most values pass here
+            if raw is None or raw == "" or (kind is dict and not raw):  # empty (None, "" or {}): most values pass here
                 continue
             definition = kept.get(key, _UNKNOWN)
             if definition is None or definition is _UNKNOWN:
@@ -237,7 +239,7 @@ class Normaliser:
                 raise _TooDeep()
             kept = []
             for item in raw:
-                if item is None or item == "" or item == {}:  # `_is_empty`
+                if item is None or item == "" or item == {}:  # empty
                     continue
                 value = self._value(items, item, f"{path}/{len(kept)}", warnings, replace_refs, refs, fills)
                 if value is not _DROP:
@@ -524,7 +526,7 @@ class RecordValidator:
         name: str,
         doc: dict,
         *,
-        aspace_required: tuple[str, ...],
+        aspace_required: Sequence[str],
         one_of_groups,
         strict: bool,
         refresh: bool = True,
@@ -538,10 +540,13 @@ class RecordValidator:
         soft: FieldErrors = {}
         errors = self.errors(name, cleaned, soft, refresh=refresh)
         for field in aspace_required:
-            if _is_empty(cleaned.get(field)) or cleaned.get(field) == []:
+            if _lacks(cleaned, field):
                 soft.setdefault(field, []).append("Property was missing")
         for group in one_of_groups:
-            if all(_is_empty(cleaned.get(f)) or cleaned.get(f) == [] for f in group.fields):
+            for field in group.fields:
+                if not _lacks(cleaned, field):
+                    break
+            else:
                 for field, message in group.messages():
                     errors.setdefault(field, []).append(message)
         if strict:
