@@ -161,8 +161,8 @@ class Normaliser:
     def _object(
         self, schema: dict, doc: dict, path: str, warnings: FieldErrors, replace_refs: dict | None, refs: list | None, fills: list | None
     ):
-        if len(path) >= _DEEP_PATH and doc and _depth(path) >= MAX_DEPTH:
-            raise _TooDeep()  # what it holds lies deeper than MAX_DEPTH
+        if len(path) >= _DEEP_PATH:
+            _refuse_past_limit(doc, path)
         plan = self._plan(schema)
         kept = plan.kept
         # A ref object is one ref: what it holds is not looked into (`find_refs`).
@@ -186,8 +186,8 @@ class Normaliser:
             definition = kept.get(key, _UNKNOWN)
             if definition is None or definition is _UNKNOWN:
                 # Dropped, but refused as deep as any other value (as `check_structure` would).
-                if (kind is dict or kind is list) and not _within(raw, _depth(path) + 1):
-                    raise _TooDeep()
+                if kind is dict or kind is list:
+                    _measured(raw, _path(path, key))
                 # An empty list holds nothing to lose (an export's `classifications: []`).
                 if definition is _UNKNOWN and raw != []:
                     warnings[_path(path, key)] = ["Unknown property, ignored"]
@@ -236,17 +236,17 @@ class Normaliser:
         branches, resolved, items, string_ref = shape
         if branches is not None:
             if not isinstance(raw, dict):
-                return _kept_as_given(raw, path)
+                return _measured(raw, path)
             kind = raw.get("jsonmodel_type")
             branch = branches.get(kind) if kind is None or kind.__class__ is str else None
             if branch is not None:
                 return self._object(branch, raw, path, warnings, replace_refs, refs, fills)
-            return _kept_as_given(raw, path)
+            return _measured(raw, path)
         if resolved is not None and isinstance(raw, dict):
             return self._object(resolved, raw, path, warnings, replace_refs, refs, fills)
         if items is not None and isinstance(raw, list):
-            if len(path) >= _DEEP_PATH and raw and _depth(path) >= MAX_DEPTH:
-                raise _TooDeep()
+            if len(path) >= _DEEP_PATH:
+                _refuse_past_limit(raw, path)
             kept = []
             for item in raw:
                 if item is None or item == "" or item == {}:  # empty
@@ -257,12 +257,19 @@ class Normaliser:
             return kept
         if string_ref and refs is not None and raw.__class__ is str:
             refs.append((path, raw))
-        return _kept_as_given(raw, path)
+        return _measured(raw, path)
 
 
-def _kept_as_given(raw, path: str):
-    """A value its schema does not describe, kept for the validator to judge (and refuse, most
-    often): not walked, so its depth is checked here."""
+def _refuse_past_limit(container, path: str) -> None:
+    """`container` (an object or array the normaliser walks, at a `path` of at least `_DEEP_PATH`
+    characters): what it holds lies one level below it, so it may hold nothing at MAX_DEPTH."""
+    if container and _depth(path) >= MAX_DEPTH:
+        raise _TooDeep()
+
+
+def _measured(raw, path: str):
+    """A value the normaliser does not walk (one its schema does not describe, kept for the
+    validator to judge, or one it drops): its depth is checked here."""
     if (raw.__class__ is dict or raw.__class__ is list) and not _within(raw, _depth(path)):
         raise _TooDeep()
     return raw
