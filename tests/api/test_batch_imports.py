@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -224,8 +225,9 @@ def test_temporary_uris_that_look_like_created_ones_are_each_replaced_once(api, 
     assert api.get(saved[first][0]).json()["title"] == "First"
 
 
-def test_every_imported_component_gets_its_own_random_uuid_ref_id(api, repo):
-    """Hundreds in one batch: more than one read of the system's random source serves."""
+def test_every_imported_component_gets_its_own_time_ordered_uuid_ref_id(api, repo):
+    """Hundreds in one batch (more than one read of the system's random source serves): each a
+    version 7 UUID (RFC 9562) of the time it was made, later ones sorting later."""
     base = f"/repositories/{repo}"
     resource = {"jsonmodel_type": "resource", "uri": f"{base}/resources/import_r", "title": "R", "id_0": "REF-1", "level": "collection"}
     components = [
@@ -233,20 +235,25 @@ def test_every_imported_component_gets_its_own_random_uuid_ref_id(api, repo):
         | {"resource": {"ref": resource["uri"]}}
         for n in range(600)
     ]
+    started = time.time()
     response = api.post(f"{base}/batch_imports", json=[resource, *components])
     assert response.status_code == 200, response.text
-    ids = [value[1] for key, value in response.json()[-1]["saved"].items() if "/archival_objects/" in key]
+    ids = sorted(value[1] for key, value in response.json()[-1]["saved"].items() if "/archival_objects/" in key)
     records = [
         record
         for start in range(0, len(ids), 9)
         for record in api.get(f"{base}/archival_objects", params={"id_set": ",".join(map(str, ids[start : start + 9]))}).json()
     ]
+    assert [record["uri"] for record in records] == [f"{base}/archival_objects/{i}" for i in ids]
     ref_ids = [uuid.UUID(record["ref_id"]) for record in records]
     assert len(ref_ids) == 600 and len(set(ref_ids)) == 600
     assert all(
-        ref_id.version == 4 and ref_id.variant == uuid.RFC_4122 and ref_id.hex == record["ref_id"]
+        ref_id.version == 7 and ref_id.variant == uuid.RFC_4122 and ref_id.hex == record["ref_id"]
         for ref_id, record in zip(ref_ids, records)
     )
+    assert ref_ids == sorted(ref_ids)  # made in the order the records were created
+    made_at = [(ref_id.int >> 80) / 1000 for ref_id in ref_ids]  # the first 48 bits: milliseconds since 1970
+    assert started - 1 <= made_at[0] and made_at[-1] <= time.time() + 1
 
 
 def validating_with(monkeypatch, meanwhile):
