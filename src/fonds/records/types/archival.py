@@ -356,7 +356,13 @@ class _RefIds:
         self.ready: list[str] = []
         self.lock = threading.Lock()
         self.last = (0, 0)  # the millisecond of the last ids made, and how many it holds
-        os.register_at_fork(after_in_child=self.ready.clear)  # a forked child must not hand out its parent's ids
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        """In a forked child: its parent's ids are not handed out again, and the lock a thread of the
+        parent may have held as it forked is not waited for."""
+        self.ready.clear()
+        self.lock = threading.Lock()
 
     def take(self) -> str:
         while True:
