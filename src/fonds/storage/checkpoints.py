@@ -9,9 +9,10 @@ checkpoints were a fifth of the time the turn was held (bench's import path, one
 49-56 µs a record in the turn with them, 36-44 without, the same CPU in all).
 
 So a bulk connection checkpoints nothing itself (`wal_autocheckpoint=0`). After each bulk
-write, once that many pages of the log are not yet copied back, a thread copies them back on a
-connection of its own (PASSIVE: the writes go on meanwhile, into the log after them), again for
-what the writes added during that copy, and then, taking the write turn, for the little left.
+write, once `db.SQLITE_BULK_CHECKPOINT_PAGES` pages of the log are not yet copied back, a
+thread copies them back on a connection of its own (PASSIVE: the writes go on meanwhile, into
+the log after them), again for what the writes added during that copy, and then, taking the
+write turn, for the little left.
 The log starts again from its beginning only when a write begins with all of it copied back,
 which the last copy leaves it; without it the log would grow through a whole load. (A read
 under way as that write begins, a search indexer catching up say, keeps it from starting
