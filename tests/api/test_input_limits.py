@@ -79,6 +79,15 @@ def test_nesting_within_the_limit_is_judged_on_its_merits(api, repo):
     assert "extents/0" in errors
 
 
+def test_an_unknown_property_named_with_a_slash_is_measured_by_its_levels(api, repo):
+    # Dropped with a warning, its value as deep as the limit allows: its name's "/" is no level.
+    response = api.post(f"/repositories/{repo}/accessions", json=accession(**{"odd/name": nested(MAX_DEPTH - 1)}))
+    assert response.status_code == 200, response.text
+    assert "odd/name" not in read(api, response.json()["uri"])
+    too_deep = bad(api.post(f"/repositories/{repo}/accessions", json=accession(**{"odd/name": nested(MAX_DEPTH)})))
+    assert list(too_deep.values()) == [[f"Nested more than {MAX_DEPTH} levels deep"]]
+
+
 # -- refs and members per record -------------------------------------------------------------
 
 

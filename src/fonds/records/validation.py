@@ -186,8 +186,9 @@ class Normaliser:
             definition = kept.get(key, _UNKNOWN)
             if definition is None or definition is _UNKNOWN:
                 # Dropped, but refused as deep as any other value (as `check_structure` would).
-                if kind is dict or kind is list:
-                    _measured(raw, _path(path, key))
+                # (One level below `path`: the key may hold a "/", which `_depth` would count.)
+                if (kind is dict or kind is list) and not _within(raw, _depth(path) + 1):
+                    raise _TooDeep()
                 # An empty list holds nothing to lose (an export's `classifications: []`).
                 if definition is _UNKNOWN and raw != []:
                     warnings[_path(path, key)] = ["Unknown property, ignored"]
@@ -268,8 +269,8 @@ def _refuse_past_limit(container, path: str) -> None:
 
 
 def _measured(raw, path: str):
-    """A value the normaliser does not walk (one its schema does not describe, kept for the
-    validator to judge, or one it drops): its depth is checked here."""
+    """A value its schema does not describe, kept for the validator to judge (and refuse, most
+    often): not walked, so its depth is checked here."""
     if (raw.__class__ is dict or raw.__class__ is list) and not _within(raw, _depth(path)):
         raise _TooDeep()
     return raw
