@@ -342,7 +342,7 @@ class _RefIds:
 
     Made 256 at a time from one read of the system's random bytes (one read an id, as
     `uuid.uuid4` does, cost more than the rest of making it), and taken with `list.pop`,
-    atomic: no lock but the one making them."""
+    atomic: no lock but the one making them, one batch at a time."""
 
     COUNT = 256
     # The variant bits (RFC 4122/9562) of each id's random half, set in its first byte.
@@ -369,21 +369,22 @@ class _RefIds:
             try:
                 return self.ready.pop()
             except IndexError:  # another thread may take them all before this one's turn: made again
-                self.ready.extend(self._made())
+                with self.lock:
+                    if not self.ready:  # one batch at a time, or a later one would be handed out first
+                        self.ready.extend(self._made())
 
     def _made(self) -> list[str]:
-        """The next COUNT ids, last first (`take` pops them from the end)."""
+        """The next COUNT ids, last first (`take` pops them from the end); under the lock."""
         raw = bytearray(os.urandom(8 * self.COUNT))
         raw[0::8] = raw[0::8].translate(self.VARIANT)
         random = raw.hex()
-        with self.lock:
-            ms, count = self.last
-            now = time.time_ns() // 1_000_000
-            if now > ms:
-                ms, count = now, 0
-            elif count == self.PER_MS:
-                ms, count = ms + 1, 0
-            self.last = (ms, count + self.COUNT)
+        ms, count = self.last
+        now = time.time_ns() // 1_000_000
+        if now > ms:
+            ms, count = now, 0
+        elif count == self.PER_MS:
+            ms, count = ms + 1, 0
+        self.last = (ms, count + self.COUNT)
         prefix = f"{ms:012x}7{count >> 8:x}"  # the time, the version, the count's first digit
         made = [prefix + low + random[16 * index : 16 * index + 16] for index, low in enumerate(self._BYTES_HEX)]
         made.reverse()
