@@ -185,10 +185,10 @@ class Normaliser:
                 continue
             definition = kept.get(key, _UNKNOWN)
             if definition is None or definition is _UNKNOWN:
-                # Dropped, but refused as deep as any other value (as `check_structure` would).
-                # (One level below `path`: the key may hold a "/", which `_depth` would count.)
-                if (kind is dict or kind is list) and not _within(raw, _depth(path) + 1):
-                    raise _TooDeep()
+                # Dropped, but refused as deep as any other value (as `check_structure` would),
+                # one level below `path` (its key may hold a "/", which `_depth` would count).
+                if kind is dict or kind is list:
+                    _refuse_deeper(raw, _depth(path) + 1)
                 # An empty list holds nothing to lose (an export's `classifications: []`).
                 if definition is _UNKNOWN and raw != []:
                     warnings[_path(path, key)] = ["Unknown property, ignored"]
@@ -271,9 +271,15 @@ def _refuse_past_limit(container, path: str) -> None:
 def _measured(raw, path: str):
     """A value its schema does not describe, kept for the validator to judge (and refuse, most
     often): not walked, so its depth is checked here."""
-    if (raw.__class__ is dict or raw.__class__ is list) and not _within(raw, _depth(path)):
-        raise _TooDeep()
+    if raw.__class__ is dict or raw.__class__ is list:
+        _refuse_deeper(raw, _depth(path))
     return raw
+
+
+def _refuse_deeper(container, depth: int) -> None:
+    """`container`, found at `depth` and not walked by the normaliser, may hold nothing past MAX_DEPTH."""
+    if not _within(container, depth):
+        raise _TooDeep()
 
 
 def _shape(schemas: SchemaSet, definition: dict) -> tuple:

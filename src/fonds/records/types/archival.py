@@ -344,6 +344,7 @@ class _RefIds:
     `uuid.uuid4` does, cost more than the rest of making it), and taken with `list.pop`,
     atomic: no lock but the one making them, one batch at a time."""
 
+    # One id for each value of its count's last two hex digits (`_BYTES_HEX`).
     COUNT = 256
     # The variant bits (RFC 4122/9562) of each id's random half, set in its first byte.
     VARIANT = bytes((byte & 0x3F) | 0x80 for byte in range(256))
