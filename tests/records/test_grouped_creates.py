@@ -6,11 +6,13 @@ written as one group once it is released; on PostgreSQL the creates run concurre
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import delete
 
+from fonds.api.crud import LOOP_CREATE_MAX_BYTES
 from fonds.auth import generation
 from fonds.auth.sessions import token_hash
 from tests.factories import Api, make_user, new_client
@@ -114,3 +116,19 @@ def test_a_create_waiting_while_its_session_ends_is_not_written(api, repo):
         assert statuses == [412, 412, 200], [r.text for r in responses]
     assert all(status in (200, 412) for status in statuses) and statuses[2] == 200
     assert len(api.get(path, params={"all_ids": "true"}).json()) == before + statuses.count(200)
+
+
+def test_creates_validated_on_the_event_loop_and_in_threads_share_a_group(api, repo):
+    """Small creates are validated on the event loop and written by the creates' writer thread;
+    one past LOOP_CREATE_MAX_BYTES is validated in a request thread, which waits for its group
+    (or leads it). Queued together, each gets its own record, with the text it was sent."""
+    path = f"/repositories/{repo}/accessions"
+    long_text = "Described at length. " * (LOOP_CREATE_MAX_BYTES // 20)
+    bodies = [_accession(n, content_description=long_text if n % 3 == 0 else f"Short {n}") for n in range(GROUP)]
+    assert len(json.dumps(bodies[0])) > LOOP_CREATE_MAX_BYTES >= len(json.dumps(bodies[1]))
+    responses = _queued_together(api, [(api, path, body) for body in bodies])
+    assert [r.status_code for r in responses] == [200] * GROUP, [r.text for r in responses]
+    assert len({r.json()["id"] for r in responses}) == GROUP
+    for body, response in zip(bodies, responses):
+        record = api.get(response.json()["uri"]).json()
+        assert (record["id_0"], record["content_description"]) == (body["id_0"], body["content_description"])

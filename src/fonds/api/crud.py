@@ -26,7 +26,7 @@ from fonds.auth import generation
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import cached_user
 from fonds.errors import Denied, FondsError
-from fonds.records.grouped_creates import Precondition, PreconditionChanged, RefusedInWrite
+from fonds.records.grouped_creates import PendingCreate, Precondition, PreconditionChanged, RefusedInWrite
 from fonds.records.registry import RecordType
 from fonds.records.service import Actor
 from fonds.records.suppression import set_suppressed
@@ -73,6 +73,48 @@ def write_as_cached_user(
         return records.delete(record_type, record_id, repo_id=repo_id, actor=actor, precondition=precondition)
 
     return as_cached_user(services, record_type.permissions.for_action(action), token, repo_id, write)
+
+
+# A create whose body is at most this is validated on the event loop (`submit_create_as_cached_user`):
+# a small record's validation takes less than the thread hop and lock waits it saves, and a
+# larger one's (a few milliseconds at this size) holds the loop no longer than a thread holding
+# the interpreter lock may (its switch interval, 5 ms).
+LOOP_CREATE_MAX_BYTES = 16 * 1024
+
+
+def submit_create_as_cached_user(
+    services, record_type: RecordType, token: str | None, body: bytes, repo_id: int | None, on_done: Callable[[PendingCreate], None]
+) -> PendingCreate | None:
+    """A create as `write_as_cached_user` makes it, for the event loop: validated here and queued
+    to be written (`GroupedCreates.submit`), `on_done` called once it is written or refused
+    (`submitted_answer` then gives the answer). None: nothing queued; `write_as_cached_user`
+    decides (no cached session, a permission it lacks, a body refused before the write, refused
+    there again once the value lists are read afresh)."""
+    cached = cached_user(services.settings, services.sessions, token) if token else None
+    if cached is None or not has_permission(cached[0].grants, record_type.permissions.for_action("create"), repo_id):
+        return None
+    user, seen = cached
+    try:
+        clean, warnings, _ = services.records.prepare_body(record_type, body)
+    except FondsError:
+        return None
+    pending = PendingCreate(
+        record_type, body, clean, warnings, repo_id, actor_of(user), precondition=Precondition(generation.SUBQUERY, seen), on_done=on_done
+    )
+    services.records.grouped_creates.submit(pending)
+    return pending
+
+
+def submitted_answer(pending: PendingCreate) -> dict | FondsError | None:
+    """What `as_cached_user` answers for a create `submit_create_as_cached_user` queued, once done."""
+    error = pending.error
+    if error is None:
+        return pending.result
+    if isinstance(error, FondsError):
+        return error  # refused in the writing transaction, where its precondition held
+    if isinstance(error, (PreconditionChanged, DataError, OverflowError)):
+        return None
+    raise error
 
 
 def register_record_routes(router: APIRouter, record_type: RecordType) -> None:

@@ -30,7 +30,7 @@ from starlette.datastructures import QueryParams
 from starlette.routing import BaseRoute, Match
 from starlette.types import Message, Receive, Scope, Send
 
-from fonds.api.crud import write_as_cached_user
+from fonds.api.crud import LOOP_CREATE_MAX_BYTES, submit_create_as_cached_user, submitted_answer, write_as_cached_user
 from fonds.api.middleware import CACHE_CONTROL, log_unexpected
 from fonds.api.params import listing_from_query
 from fonds.auth import generation
@@ -245,10 +245,11 @@ class ListPage:
 class RecordWrite:
     """POST a new record, POST an update of one, DELETE one (no query parameters): the body read
     here, then, in one thread-pool hop, the write done for the cached session
-    (`crud.write_as_cached_user`). When that writes nothing (no cached session, a refusal of any
-    kind before the write) the ordinary path answers, the body replayed to it, and gives the
-    answers it always gives (412, 403, 400, 413). The hop is to the services' own executor
-    (`write_threads`), cheaper than anyio's."""
+    (`crud.write_as_cached_user`); a small create is validated here instead and handed to the
+    thread writing creates, with no hop of its own (`_written`). When that writes nothing (no
+    cached session, a refusal of any kind before the write) the ordinary path answers, the body
+    replayed to it, and gives the answers it always gives (412, 403, 400, 413). The hop is to the
+    services' own executor (`write_threads`), cheaper than anyio's."""
 
     record_type: RecordType
     action: str
@@ -267,9 +268,7 @@ class RecordWrite:
         repo_id = ints[0] if self.record_type.repo_scoped else None
         record_id = ints[-1] if self.action != "create" else None
         try:
-            written = await asyncio.get_running_loop().run_in_executor(
-                services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, repo_id, record_id
-            )
+            written = await self._written(services, token, body, repo_id, record_id)
         except Exception as exc:  # nothing was written (a write is answered once committed)
             log_unexpected(exc, scope["method"], scope["path"])
             written = None
@@ -281,6 +280,33 @@ class RecordWrite:
         else:
             await send_json(send, orjson.dumps(written))
         return None
+
+    async def _written(self, services, token: str | None, body: bytes, repo_id: int | None, record_id: int | None):
+        """`crud.write_as_cached_user`'s answer. A small create is validated here, on the event
+        loop, and written by the thread writing creates (`crud.submit_create_as_cached_user`)."""
+        loop = asyncio.get_running_loop()
+        if self.action == "create" and len(body) <= LOOP_CREATE_MAX_BYTES:
+            written = loop.create_future()
+            pending = submit_create_as_cached_user(services, self.record_type, token, body, repo_id, lambda _: _settle(loop, written))
+            if pending is not None:
+                await written
+                return submitted_answer(pending)
+        return await loop.run_in_executor(
+            services.write_threads, write_as_cached_user, services, self.record_type, self.action, token, body, repo_id, record_id
+        )
+
+
+def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future) -> None:
+    """From the thread that wrote a create: wake the request waiting for it."""
+    try:
+        loop.call_soon_threadsafe(_set_done, future)
+    except RuntimeError:  # the loop is closed: no one waits any more
+        pass
+
+
+def _set_done(future: asyncio.Future) -> None:
+    if not future.done():  # not if the request was cancelled meanwhile
+        future.set_result(None)
 
 
 async def _read_body(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
