@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import delete
@@ -15,6 +16,7 @@ from sqlalchemy import delete
 from fonds.api.crud import LOOP_CREATE_MAX_BYTES
 from fonds.auth import generation
 from fonds.auth.sessions import token_hash
+from fonds.records import grouped_creates
 from tests.factories import Api, make_user, new_client
 
 GROUP = 6
@@ -132,3 +134,16 @@ def test_creates_validated_on_the_event_loop_and_in_threads_share_a_group(api, r
     for body, response in zip(bodies, responses):
         record = api.get(response.json()["uri"]).json()
         assert (record["id_0"], record["content_description"]) == (body["id_0"], body["content_description"])
+
+
+def test_creates_after_the_writer_thread_ended_idle_are_written(api, repo, monkeypatch):
+    """The thread writing creates from the event loop ends once idle; the next create starts
+    it again, whether it comes alone or with others."""
+    monkeypatch.setattr(grouped_creates, "WRITER_IDLE_SECONDS", 0.01)
+    path = f"/repositories/{repo}/accessions"
+    with ThreadPoolExecutor(3) as pool:
+        for round_ in range(4):
+            time.sleep(0.05)  # the writer thread ends meanwhile
+            futures = [pool.submit(api.post, path, json=_accession(10 * round_ + n)) for n in range(1 + round_ % 3)]
+            assert [f.result(timeout=60).status_code for f in futures] == [200] * len(futures)
+    assert len(api.get(path, params={"all_ids": "true"}).json()) == 1 + 2 + 3 + 1

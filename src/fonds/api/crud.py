@@ -96,7 +96,7 @@ def submit_create_as_cached_user(
     user, seen = cached
     try:
         clean, warnings, _ = services.records.prepare_body(record_type, body)
-    except FondsError:
+    except (FondsError, OverflowError):  # as `as_cached_user`: the ordinary path answers
         return None
     pending = PendingCreate(
         record_type, body, clean, warnings, repo_id, actor_of(user), precondition=Precondition(generation.SUBQUERY, seen), on_done=on_done

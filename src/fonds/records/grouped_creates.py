@@ -44,6 +44,9 @@ log = logging.getLogger("fonds.records")
 
 # Enough to take every create of a loaded server's request threads; bounds one group's latency.
 MAX_GROUP = 64
+# The thread writing creates submitted from the event loop ends after this long with none; the
+# next one starts it again (~0.1 ms).
+WRITER_IDLE_SECONDS = 1.0
 
 
 class RefusedInWrite(Exception):
@@ -161,15 +164,20 @@ class GroupedCreates:
 
     def _call_writer(self) -> None:
         with self._mutex:
+            self._writer_wanted.set()
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._write_submitted, name="fonds-creates", daemon=True)
                 self._writer.start()
-        self._writer_wanted.set()
 
     def _write_submitted(self) -> None:
-        """The writer thread: leads whenever the lead is handed to it (`_call_writer`)."""
+        """The writer thread: leads whenever the lead is handed to it (`_call_writer`); ends
+        once idle for WRITER_IDLE_SECONDS (it holds the service: a test's app would be kept)."""
         while True:
-            self._writer_wanted.wait()
+            if not self._writer_wanted.wait(WRITER_IDLE_SECONDS):
+                with self._mutex:
+                    if not self._writer_wanted.is_set():
+                        self._writer = None
+                        return
             self._writer_wanted.clear()
             try:
                 self._lead(None)
