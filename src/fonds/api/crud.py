@@ -45,18 +45,31 @@ def as_cached_user(
     None: nothing written, the ordinary path decides (no cached session, a permission it lacks,
     a changed generation, and any refusal before the write, which must come after the
     session's own 412 and 403)."""
+    cached = _cached_actor(services, permission, token, repo_id)
+    if cached is None:
+        return None
+    try:
+        return write(*cached)
+    except RefusedInWrite as refused:
+        return refused.refusal
+    except LEFT_TO_THE_ORDINARY_PATH:
+        return None
+
+
+# What a write for a cached session leaves to the ordinary path, which answers it after the
+# session's own checks: a refusal before the write, a changed auth generation, and a value the
+# database cannot hold (an id past PostgreSQL's integer range: its 400).
+LEFT_TO_THE_ORDINARY_PATH = (FondsError, PreconditionChanged, DataError, OverflowError)
+
+
+def _cached_actor(services, permission: str, token: str | None, repo_id: int | None) -> tuple[Actor, Precondition] | None:
+    """The actor of the session the cache holds, if it has `permission`, and the precondition a
+    write for it must meet (the auth generation the session was read at)."""
     cached = cached_user(services.settings, services.sessions, token) if token else None
     if cached is None or not has_permission(cached[0].grants, permission, repo_id):
         return None
     user, seen = cached
-    try:
-        return write(actor_of(user), Precondition(generation.SUBQUERY, seen))
-    except RefusedInWrite as refused:
-        return refused.refusal
-    except (FondsError, PreconditionChanged, DataError, OverflowError):
-        # A value the database cannot hold (an id past PostgreSQL's integer range): the
-        # ordinary path answers its 400, after the session's own checks.
-        return None
+    return actor_of(user), Precondition(generation.SUBQUERY, seen)
 
 
 def write_as_cached_user(
@@ -90,17 +103,15 @@ def submit_create_as_cached_user(
     (`submitted_answer` then gives the answer). None: nothing queued; `write_as_cached_user`
     decides (no cached session, a permission it lacks, a body refused before the write, refused
     there again once the value lists are read afresh)."""
-    cached = cached_user(services.settings, services.sessions, token) if token else None
-    if cached is None or not has_permission(cached[0].grants, record_type.permissions.for_action("create"), repo_id):
+    cached = _cached_actor(services, record_type.permissions.for_action("create"), token, repo_id)
+    if cached is None:
         return None
-    user, seen = cached
     try:
         clean, warnings, _ = services.records.prepare_body(record_type, body)
-    except (FondsError, OverflowError):  # as `as_cached_user`: the ordinary path answers
+    except LEFT_TO_THE_ORDINARY_PATH:
         return None
-    pending = PendingCreate(
-        record_type, body, clean, warnings, repo_id, actor_of(user), precondition=Precondition(generation.SUBQUERY, seen), on_done=on_done
-    )
+    actor, precondition = cached
+    pending = PendingCreate(record_type, body, clean, warnings, repo_id, actor, precondition=precondition, on_done=on_done)
     services.records.grouped_creates.submit(pending)
     return pending
 
@@ -112,7 +123,7 @@ def submitted_answer(pending: PendingCreate) -> dict | FondsError | None:
         return pending.result
     if isinstance(error, FondsError):
         return error  # refused in the writing transaction, where its precondition held
-    if isinstance(error, (PreconditionChanged, DataError, OverflowError)):
+    if isinstance(error, LEFT_TO_THE_ORDINARY_PATH):
         return None
     raise error
 
