@@ -89,9 +89,10 @@ def write_as_cached_user(
 
 
 # A create whose body is at most this is validated on the event loop (`submit_create_as_cached_user`):
-# a small record's validation takes less than the thread hop and lock waits it saves, and a
-# larger one's (a few milliseconds at this size) holds the loop no longer than a thread holding
-# the interpreter lock may (its switch interval, 5 ms).
+# a small record's validation takes less than the thread hop and lock waits it saves, and one of
+# this size holds the loop no longer than a thread holding the interpreter lock may (its switch
+# interval, 5 ms). Measured: an accession of 133 bytes 0.05 ms, one of 16 KB of text 0.05 ms,
+# one of 150 dates in 9.5 KB 0.5 ms (the cost is in subrecords, not bytes).
 LOOP_CREATE_MAX_BYTES = 16 * 1024
 
 
