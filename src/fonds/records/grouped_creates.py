@@ -7,12 +7,14 @@ takes the creates waiting then (at most `MAX_GROUP`), writes them as batches (re
 one per writing user) and gives each its own answer; the others wait, and one still waiting when
 that group commits leads the next. A create validated on the event loop queues without a thread
 (`submit`): the writer thread leads its group when no waiting thread does, and each is told once
-done (`PendingCreate.on_done`): with 8 clients creating, a thread for each create was switched
+done (`PendingCreate.on_done`). With 8 clients creating, a thread for each create was switched
 out about ten times a create, waiting for the interpreter lock or for its group (the server made
-15-17 context switches a create; 5-7 with the writer thread, and 50 % more creates a second). The statements of a write (the lock, the repository, id,
-unique-key and value-list checks, the inserts, the change log, the commit) are paid once per
-group instead of once per create, and SQLite's one write lock changes hands once per group.
-Nothing waits to make a group: a lone create is written at once, alone.
+15-17 context switches a create; 5-7 with the writer thread, and 50 % more creates a second).
+
+The statements of a write (the lock, the repository, id, unique-key and value-list checks, the
+inserts, the change log, the commit) are paid once per group instead of once per create, and
+SQLite's one write lock changes hands once per group. Nothing waits to make a group: a lone
+create is written at once, alone.
 
 Every create keeps the answer it would have had alone: when a group of several fails (two
 members holding one unique key, a ref to a record deleted meanwhile, value lists changed by
@@ -124,10 +126,7 @@ class GroupedCreates:
         # done or the lead is handed to it: only the threads concerned wake (one condition for
         # all woke every waiting thread at every commit, most of them to sleep again).
         pending.wake.acquire()
-        with self._mutex:
-            self._queue.append(pending)
-            leads, self._leading = not self._leading, True
-        if not leads:
+        if not self._queued(pending):
             pending.wake.acquire()
         if not pending.done:
             try:
@@ -144,11 +143,15 @@ class GroupedCreates:
     def submit(self, pending: PendingCreate) -> None:
         """Queue `pending`, whose `on_done` is called once it is done: written in a group led by
         a waiting thread or by the writer thread, never by the caller (the event loop)."""
+        if self._queued(pending):
+            self._call_writer()
+
+    def _queued(self, pending: PendingCreate) -> bool:
+        """Queue `pending`; True if the lead is its (no group was being written)."""
         with self._mutex:
             self._queue.append(pending)
             leads, self._leading = not self._leading, True
-        if leads:
-            self._call_writer()
+        return leads
 
     def _hand_on(self) -> None:
         """The lead to the first create still queued (its thread's, or the writer thread's for
