@@ -1,11 +1,14 @@
 """Rows written many at a time (`insert_values`): on SQLite several rows go in one INSERT, in
-statements of 2^k rows, as many as the connection's limit on parameters allows."""
+statements of 2^k rows, as many as the connection's limit on parameters allows. A record's own
+rows (`fetch`, `fetch_many`, `links_to`), read and written through the driver, hold what
+SQLAlchemy's statements hold."""
 
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
+from sqlalchemy import select
 
 from fonds.storage import records as store
 
@@ -43,3 +46,33 @@ def test_rows_past_the_connections_parameter_limit_go_in_smaller_statements(app)
         store.insert_links(conn, conn.info["fonds_tables"], links)
         found = conn.exec_driver_sql("SELECT source_id, path, target_id FROM record_link WHERE source_type = 'accession' ORDER BY id").all()
     assert [tuple(row) for row in found] == [(900 + n, f"subjects/{n}", n + 1) for n in range(101)]
+
+
+def test_rows_read_through_the_driver_hold_what_sqlalchemy_reads(app, api, repo):
+    subject = api.post(
+        "/subjects", json={"jsonmodel_type": "subject", "title": "Ships", "source": "local", "terms": [], "vocabulary": "/vocabularies/1"}
+    )
+    body = {"jsonmodel_type": "accession", "title": "Logs", "id_0": "L1", "accession_date": "2020-01-01", "publish": True}
+    accession = api.post(f"/repositories/{repo}/accessions", json={**body, "subjects": [{"ref": subject.json()["uri"]}]}).json()
+    db = app.state.fonds.db
+    with db.read() as conn:
+        tables = conn.info["fonds_tables"]
+        table, links = tables["accession"], tables["record_link"]
+        expected = conn.execute(select(table).where(table.c.id == accession["id"])).one()
+        found = store.fetch(conn, table, accession["id"], repo_id=repo)
+        assert tuple(found) == tuple(expected)
+        assert found._mapping == dict(expected._mapping)
+        assert (found.create_time, found.lock_version, found.json) == (expected.create_time, 0, expected.json)
+        assert isinstance(found.create_time, type(expected.create_time)) and isinstance(found.json, bytes)
+        assert store.fetch(conn, table, accession["id"], repo_id=repo + 1) is None
+        [many] = store.fetch_many(conn, table, [accession["id"], accession["id"] + 1000])
+        assert tuple(many) == tuple(expected)
+        assert [tuple(row) for row in store.fetch_many(conn, table, [accession["id"]], columns=("json", "id"))] == [
+            (expected.json, expected.id)
+        ]
+        subject_id = subject.json()["id"]
+        linked = store.links_to(conn, tables, [("subject", subject_id), ("accession", accession["id"])])
+        assert [tuple(row) for row in linked] == [
+            tuple(row) for row in conn.execute(select(links).where(links.c.target_type == "subject", links.c.target_id == subject_id))
+        ]
+        assert (linked[0].source_type, linked[0].source_id) == ("accession", accession["id"])

@@ -3,17 +3,19 @@ table and the change log. Callers pass the open connection of their transaction.
 
 from __future__ import annotations
 
+import collections
 import datetime
 import functools
 import operator
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
-from sqlalchemy import Connection, LargeBinary, Row, Table, bindparam, delete, select, tuple_, update
+from sqlalchemy import Connection, LargeBinary, Table
+from sqlalchemy.sql import sqltypes
 
 from fonds.storage import driver
-from fonds.storage.chunks import execute_in, in_chunks, select_in
+from fonds.storage.chunks import in_chunks
 
 
 def utcnow() -> datetime.datetime:
@@ -288,18 +290,32 @@ def repositories_of(conn: Connection, table: Table, ids: list[int]) -> dict[int,
 
 def rows_where_in(conn: Connection, table: Table, columns: tuple[str, ...], equal: dict, name: str, values: list) -> list[tuple]:
     """`columns` of the rows whose `equal` columns hold those values and whose column `name`
-    holds one of `values`, through the driver. PostgreSQL: the values as one array (`= ANY`), a
-    short statement converted once whatever their number (an IN list of 500 placeholders was
-    parsed again at each call); SQLite: IN lists in bounded chunks."""
-    quote, mark = conn.dialect.identifier_preparer.quote, "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    head = f"SELECT {', '.join(map(quote, columns))} FROM {quote(table.name)} WHERE " + "".join(f"{quote(c)} = {mark} AND " for c in equal)
+    holds one of `values`, through the driver (`_where_in`)."""
+    quote = conn.dialect.identifier_preparer.quote
+    head = f"SELECT {', '.join(map(quote, columns))} FROM {quote(table.name)} WHERE "
+    found: list[tuple] = []
+    for statement, parameters in _where_in(conn, table, head, equal, name, values):
+        found += driver.rows(conn, statement, parameters)
+    return found
+
+
+def _where_in(
+    conn: Connection, table: Table, head: str, equal: dict, name: str, values: list, tail: str = ""
+) -> Iterator[tuple[str, tuple]]:
+    """(statement, parameters): `head` (up to its WHERE) for the rows of `table` whose `equal`
+    columns hold those values and whose column `name` holds one of `values`, then `tail`. PostgreSQL: one,
+    the values as one array (`= ANY`), a short statement converted once whatever their number
+    (an IN list of 500 placeholders was parsed again at each call); SQLite: IN lists in bounded
+    chunks (`in_chunks`), in order."""
+    quote = conn.dialect.identifier_preparer.quote
+    head += "".join(f"{quote(column)} = {_param(conn, table, column)} AND " for column in equal)
     prefix = tuple(equal.values())
     if conn.dialect.name == "postgresql":
-        return driver.rows(conn, f"{head}{quote(name)} = ANY(%s)", (*prefix, list(values)))
-    found: list[tuple] = []
+        if values:
+            yield f"{head}{quote(name)} = ANY({_param(conn, table, name, array=True)}){tail}", (*prefix, list(values))
+        return
     for chunk in in_chunks(values):
-        found += driver.rows(conn, f"{head}{quote(name)} IN ({', '.join([mark] * len(chunk))})", (*prefix, *chunk))
-    return found
+        yield f"{head}{quote(name)} IN ({', '.join('?' * len(chunk))}){tail}", (*prefix, *chunk)
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
@@ -314,42 +330,133 @@ def _advance_sequence(conn: Connection, table: Table) -> None:
 
 
 def store(conn: Connection, table: Table, record_id: int, *, json: bytes, values: dict, expect_lock_version: int | None = None) -> bool:
-    """Write a record's JSON and columns; with `expect_lock_version` only if still unchanged."""
+    """Write a record's JSON and columns; with `expect_lock_version` only if still unchanged.
+    Through the driver, as the reads and writes of a record's update all go: SQLAlchemy's
+    execution (~50–90 µs a statement) was a quarter of an update's CPU."""
+    names = ("json", *values)
     expecting = expect_lock_version is not None
-    parameters = {"b_id": record_id, "json": json, **values, **({"b_expect": expect_lock_version} if expecting else {})}
-    return conn.execute(_store_statement(table, expecting), parameters).rowcount == 1
+    given = _bound(conn, table, names, (json, *values.values()))
+    parameters = (*given, record_id, expect_lock_version) if expecting else (*given, record_id)
+    return driver.execute(conn, _store_sql(conn, table, names, expecting), parameters) == 1
 
 
-def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None = None, for_update: bool = False) -> Row | None:
-    statement = _fetch_statement(table, repo_id is not None, for_update)
-    parameters = {"b_id": record_id} if repo_id is None else {"b_id": record_id, "b_repo_id": repo_id}
-    return conn.execute(statement, parameters).one_or_none()
+def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None = None, for_update: bool = False) -> tuple | None:
+    """The row of record `record_id` (in repository `repo_id`, if given), its columns by name
+    as SQLAlchemy reads them (`StoredRow`); `for_update`: locked till the transaction ends
+    (PostgreSQL). Through the driver (`store`)."""
+    statement, reader = _fetch_sql(conn, table, repo_id is not None, for_update)
+    found = driver.rows(conn, statement, (record_id,) if repo_id is None else (record_id, repo_id))
+    return reader(found[0]) if found else None
+
+
+def _store_sql(conn: Connection, table: Table, names: tuple[str, ...], expecting: bool) -> str:
+    key = (conn.dialect.name, table.name, names, expecting)
+    found = _STORE_SQL.get(key)
+    if found is None:
+        quote = conn.dialect.identifier_preparer.quote
+        assignments = ", ".join(f"{quote(name)} = {_param(conn, table, name)}" for name in names)
+        found = f"UPDATE {quote(table.name)} SET {assignments} WHERE id = {_param(conn, table, 'id')}"
+        if expecting:
+            found += f" AND lock_version = {_param(conn, table, 'lock_version')}"
+        _STORE_SQL[key] = found
+    return found
+
+
+_STORE_SQL: dict[tuple, str] = {}
+
+
+def _fetch_sql(conn: Connection, table: Table, in_repository: bool, for_update: bool) -> tuple[str, Callable]:
+    """(statement, the row it reads as a `StoredRow`), worked out once per table and shape."""
+    key = (conn.dialect.name, table.name, in_repository, for_update)
+    found = _FETCH_SQL.get(key)
+    if found is None:
+        quote = conn.dialect.identifier_preparer.quote
+        columns = ", ".join(quote(column.name) for column in table.columns)
+        statement = f"SELECT {columns} FROM {quote(table.name)} WHERE id = {_param(conn, table, 'id')}"
+        if in_repository:
+            statement += f" AND repo_id = {_param(conn, table, 'repo_id')}"
+        if for_update and conn.dialect.name == "postgresql":
+            statement += " FOR UPDATE"
+        found = _FETCH_SQL[key] = (statement, _row_reader(conn, table, tuple(column.name for column in table.columns)))
+    return found
+
+
+_FETCH_SQL: dict[tuple, tuple[str, Callable]] = {}
+
+
+def _bound(conn: Connection, table: Table, names: tuple[str, ...], values: tuple) -> tuple:
+    """The values of `table`'s columns `names` as the driver binds them (`_bind_processors`)."""
+    processors = _bind_processors(conn, table, names)
+    if processors is None:
+        return values
+    return tuple(value if process is None else process(value) for process, value in zip(processors, values, strict=True))
+
+
+def _param(conn: Connection, table: Table, name: str, *, array: bool = False) -> str:
+    """The placeholder of a value of `table`'s column `name` (`array`: of a list of them). On
+    PostgreSQL cast to the column's type where SQLAlchemy casts it (`render_bind_cast`): an id
+    past the integer range is then refused (DataError, a 400), not compared as a numeric and
+    found nowhere."""
+    if conn.dialect.paramstyle == "qmark":
+        return "?"
+    key = (table.name, name, array)
+    found = _PG_PARAMS.get(key)
+    if found is None:
+        impl = table.c[name].type.dialect_impl(conn.dialect)
+        found = "%s"
+        if getattr(impl, "render_bind_cast", False):
+            # As SQLAlchemy's compiler: a VARCHAR's length is not cast to (it would cut the value).
+            cast = sqltypes.STRINGTYPE if impl._type_affinity is sqltypes.String and getattr(impl, "length", None) else impl
+            found += "::" + conn.dialect.type_compiler_instance.process(cast, identifier_preparer=conn.dialect.identifier_preparer)
+            found += "[]" if array else ""
+        _PG_PARAMS[key] = found
+    return found
+
+
+_PG_PARAMS: dict[tuple, str] = {}
+
+
+def _row_reader(conn: Connection, table: Table, names: tuple[str, ...]) -> Callable[[tuple], tuple]:
+    """What turns a row of `table`'s columns `names`, as the driver gives it, into a `StoredRow`:
+    each value converted as SQLAlchemy converts it (SQLite's datetimes are text, its booleans
+    integers). Worked out once per table, columns and dialect."""
+    key = (conn.dialect.name, table.name, names)
+    found = _READERS.get(key)
+    if found is None:
+        found = _READERS[key] = _new_row_reader(conn, table, names)
+    return found
+
+
+_READERS: dict[tuple, Callable[[tuple], tuple]] = {}
+
+
+def _new_row_reader(conn: Connection, table: Table, names: tuple[str, ...]) -> Callable[[tuple], tuple]:
+    row_type = _stored_row_type(table, names)
+    processors = [table.c[name].type.dialect_impl(conn.dialect).result_processor(conn.dialect, None) for name in names]
+    converting = [(index, process) for index, process in enumerate(processors) if process is not None]
+    if not converting:
+        return row_type._make
+
+    def read(raw: tuple) -> tuple:
+        values = list(raw)
+        for index, process in converting:
+            values[index] = process(values[index])
+        return row_type._make(values)
+
+    return read
+
+
+@functools.lru_cache(maxsize=512)
+def _stored_row_type(table: Table, names: tuple[str, ...]) -> type:
+    """A stored row of `table` (`StoredRow`): the values of its columns `names`, by name and by
+    position, as SQLAlchemy's `Row` holds them."""
+    base = collections.namedtuple(f"{table.name}_row", names)
+    return type(base.__name__, (base,), {"__slots__": (), "_mapping": property(lambda row: row._asdict())})
 
 
 def exists(conn: Connection, table: Table, record_id: int) -> bool:
-    return conn.execute(_exists_statement(table), {"b_id": record_id}).first() is not None
-
-
-# The statements of a single record's update, built once per table and shape with bound
-# parameters: building one per call (and its cache key) cost more than SQLite spends running it.
-# An update's SET columns are the keys of the parameters it is executed with.
-@functools.lru_cache(maxsize=512)
-def _store_statement(table: Table, expecting: bool):
-    statement = update(table).where(table.c.id == bindparam("b_id"))
-    return statement.where(table.c.lock_version == bindparam("b_expect")) if expecting else statement
-
-
-@functools.lru_cache(maxsize=512)
-def _exists_statement(table: Table):
-    return select(table.c.id).where(table.c.id == bindparam("b_id"))
-
-
-@functools.lru_cache(maxsize=512)
-def _fetch_statement(table: Table, in_repository: bool, for_update: bool):
-    statement = select(table).where(table.c.id == bindparam("b_id"))
-    if in_repository:
-        statement = statement.where(table.c.repo_id == bindparam("b_repo_id"))
-    return statement.with_for_update() if for_update else statement
+    quote = conn.dialect.identifier_preparer.quote
+    return bool(driver.rows(conn, f"SELECT 1 FROM {quote(table.name)} WHERE id = {_param(conn, table, 'id')}", (record_id,)))
 
 
 # Ids per IN list: far below PostgreSQL's 65,535 parameters per statement, big enough that a
@@ -362,34 +469,41 @@ def chunks(items: list, size: int = CHUNK) -> Iterable[list]:
         yield items[start : start + size]
 
 
-def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None) -> list[Row]:
-    """The rows with these ids (all columns, or only `columns`), by id, in bounded statements."""
-    found: list[Row] = []
-    statement = _fetch_many_statement(table, tuple(columns) if columns else None)
-    for chunk in chunks(sorted(set(ids))):
-        found += conn.execute(statement, {"b_ids": chunk}).all()
+def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None) -> list[tuple]:
+    """The rows with these ids (all columns, or only `columns`) as `StoredRow`s, by id, in
+    bounded statements, through the driver."""
+    names = tuple(columns) if columns else tuple(column.name for column in table.columns)
+    read = _row_reader(conn, table, names)
+    quote = conn.dialect.identifier_preparer.quote
+    head = f"SELECT {', '.join(map(quote, names))} FROM {quote(table.name)} WHERE "
+    found: list[tuple] = []
+    for statement, parameters in _where_in(conn, table, head, {}, "id", sorted(set(ids)), " ORDER BY id"):
+        found += map(read, driver.rows(conn, statement, parameters))
     return found
 
 
-@functools.lru_cache(maxsize=512)
-def _fetch_many_statement(table: Table, columns: tuple[str, ...] | None):
-    selected = [table.c[name] for name in columns] if columns else [table]
-    return select(*selected).where(table.c.id.in_(bindparam("b_ids", expanding=True))).order_by(table.c.id)
-
-
 def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: int) -> int | None:
-    """The id of another row holding the same values, if any (NULLs never collide, as in SQL)."""
+    """The id of another row holding the same values, if any (NULLs never collide, as in SQL);
+    through the driver, as an update's other statements (`store`)."""
     if any(value is None for value in values.values()):
         return None
-    statement = _duplicate_statement(table, tuple(values))
-    parameters = {f"b_{name}": value for name, value in values.items()}
-    return conn.execute(statement, {**parameters, "b_exclude": exclude_id}).scalar_one_or_none()
+    names = tuple(values)
+    given = _bound(conn, table, names, tuple(values.values()))
+    found = driver.rows(conn, _duplicate_sql(conn, table, names), (*given, exclude_id))
+    return found[0][0] if found else None
 
 
-@functools.lru_cache(maxsize=512)
-def _duplicate_statement(table: Table, names: tuple[str, ...]):
-    where = [table.c[name] == bindparam(f"b_{name}") for name in names]
-    return select(table.c.id).where(*where, table.c.id != bindparam("b_exclude")).limit(1)
+def _duplicate_sql(conn: Connection, table: Table, names: tuple[str, ...]) -> str:
+    key = (conn.dialect.name, table.name, names)
+    found = _DUPLICATE_SQL.get(key)
+    if found is None:
+        quote = conn.dialect.identifier_preparer.quote
+        equal = " AND ".join(f"{quote(name)} = {_param(conn, table, name)}" for name in names)
+        found = _DUPLICATE_SQL[key] = f"SELECT id FROM {quote(table.name)} WHERE {equal} AND id != {_param(conn, table, 'id')} LIMIT 1"
+    return found
+
+
+_DUPLICATE_SQL: dict[tuple, str] = {}
 
 
 def replace_links(
@@ -397,15 +511,11 @@ def replace_links(
 ) -> None:
     """Record the refs a record holds: (field pattern, concrete path, target type, target id).
     `fresh`: the record was just created, so it holds no links yet."""
-    table = tables["record_link"]
     if not fresh:
-        conn.execute(_unlink_statement(table), {"b_type": source_type, "b_id": source_id})
+        table = tables["record_link"]
+        where = f"source_type = {_param(conn, table, 'source_type')} AND source_id = {_param(conn, table, 'source_id')}"
+        driver.execute(conn, f"DELETE FROM record_link WHERE {where}", (source_type, source_id))
     insert_links(conn, tables, [(source_type, source_id, link) for link in links])
-
-
-@functools.lru_cache(maxsize=512)
-def _unlink_statement(table: Table):
-    return delete(table).where(table.c.source_type == bindparam("b_type"), table.c.source_id == bindparam("b_id"))
 
 
 LINK_COLUMNS = ("source_type", "source_id", "field", "path", "target_type", "target_id")
@@ -417,31 +527,28 @@ def insert_links(conn: Connection, tables, links: list[tuple[str, int, tuple[str
     insert_values(conn, tables["record_link"], LINK_COLUMNS, values)
 
 
-def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[Row]:
-    """Every link pointing at one of `targets` ((type, id) pairs)."""
+def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[tuple]:
+    """Every link pointing at one of `targets` ((type, id) pairs), as `StoredRow`s."""
     table = tables["record_link"]
-    statement = _links_to_statement(table)
-    return select_in(conn, lambda chunk: (statement, {"b_targets": chunk}), targets)
-
-
-@functools.lru_cache(maxsize=512)
-def _links_to_statement(table: Table):
-    return select(table).where(tuple_(table.c.target_type, table.c.target_id).in_(bindparam("b_targets", expanding=True)))
+    by_type: dict[str, list[int]] = {}
+    for target_type, target_id in targets:
+        by_type.setdefault(target_type, []).append(target_id)
+    names = tuple(column.name for column in table.columns)
+    read = _row_reader(conn, table, names)
+    found: list[tuple] = []
+    for target_type, ids in by_type.items():
+        found += map(read, rows_where_in(conn, table, names, {"target_type": target_type}, "target_id", ids))
+    return found
 
 
 def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
+    """Delete the rows `ids` of `record_type`'s table and the links from and to them."""
     table, links = tables[record_type], tables["record_link"]
-    rows, sources, targets = _delete_statements(table, links)
-    execute_in(conn, lambda chunk: (rows, {"b_ids": chunk}), ids)
-    execute_in(conn, lambda chunk: (sources, {"b_type": record_type, "b_ids": chunk}), ids)
-    execute_in(conn, lambda chunk: (targets, {"b_type": record_type, "b_ids": chunk}), ids)
-
-
-@functools.lru_cache(maxsize=512)
-def _delete_statements(table: Table, links: Table) -> tuple:
-    ids = bindparam("b_ids", expanding=True)
-    return (
-        delete(table).where(table.c.id.in_(ids)),
-        delete(links).where(links.c.source_type == bindparam("b_type"), links.c.source_id.in_(ids)),
-        delete(links).where(links.c.target_type == bindparam("b_type"), links.c.target_id.in_(ids)),
-    )
+    quote = conn.dialect.identifier_preparer.quote
+    for target, equal, name in (
+        (table, {}, "id"),
+        (links, {"source_type": record_type}, "source_id"),
+        (links, {"target_type": record_type}, "target_id"),
+    ):
+        for statement, parameters in _where_in(conn, target, f"DELETE FROM {quote(target.name)} WHERE ", equal, name, ids):
+            driver.execute(conn, statement, parameters)
