@@ -307,15 +307,31 @@ def _where_in(
     the values as one array (`= ANY`), a short statement converted once whatever their number
     (an IN list of 500 placeholders was parsed again at each call); SQLite: IN lists in bounded
     chunks (`in_chunks`), in order."""
-    quote = conn.dialect.identifier_preparer.quote
-    head += "".join(f"{quote(column)} = {_param(conn, table, column)} AND " for column in equal)
     prefix = tuple(equal.values())
     if conn.dialect.name == "postgresql":
         if values:
-            yield f"{head}{quote(name)} = ANY({_param(conn, table, name, array=True)}){tail}", (*prefix, list(values))
+            yield _where_in_sql(conn, table, head, tuple(equal), name, None, tail), (*prefix, list(values))
         return
     for chunk in in_chunks(values):
-        yield f"{head}{quote(name)} IN ({', '.join('?' * len(chunk))}){tail}", (*prefix, *chunk)
+        yield _where_in_sql(conn, table, head, tuple(equal), name, len(chunk), tail), (*prefix, *chunk)
+
+
+def _where_in_sql(conn: Connection, table: Table, head: str, equal: tuple[str, ...], name: str, count: int | None, tail: str) -> str:
+    """A statement of `_where_in` (`count` values in its IN list; None: PostgreSQL's array), made once."""
+    key = (conn.dialect.name, table.name, head, equal, name, count, tail)
+    found = _WHERE_IN_SQL.get(key)
+    if found is None:
+        quote = conn.dialect.identifier_preparer.quote
+        found = head + "".join(f"{quote(column)} = {_param(conn, table, column)} AND " for column in equal)
+        if count is None:
+            found += f"{quote(name)} = ANY({_param(conn, table, name, array=True)}){tail}"
+        else:
+            found += f"{quote(name)} IN ({', '.join('?' * count)}){tail}"
+        _WHERE_IN_SQL[key] = found
+    return found
+
+
+_WHERE_IN_SQL: dict[tuple, str] = {}
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
