@@ -10,6 +10,7 @@ from contextlib import ExitStack
 
 import psycopg
 import pytest
+from sqlalchemy.exc import IntegrityError
 
 from fonds.storage.db import BULK_CACHE_KIB, BULK_IDLE_SECONDS, sqlite_file
 
@@ -87,6 +88,41 @@ def test_a_failed_bulk_write_is_rolled_back_and_its_connection_let_go(app):
     assert not db.bulk_connection_open
     with db.bulk_write() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM change_log").scalar() == before
+
+
+def test_writes_take_turns_on_one_connection_kept_through_refusals(app):
+    db = sqlite_db(app)
+    with db.write() as conn:
+        first = conn.connection.dbapi_connection
+        before = conn.exec_driver_sql("SELECT count(*) FROM change_log").scalar()
+    with pytest.raises(RuntimeError), db.write() as conn:
+        assert conn.connection.dbapi_connection is first
+        conn.exec_driver_sql(
+            "INSERT INTO change_log (record_type, record_id, uri, op, at) VALUES ('x', 1, '/x/1', 'created', '2026-01-01')"
+        )
+        raise RuntimeError("refused midway")
+    with db.write() as conn:
+        assert conn.connection.dbapi_connection is first  # rolled back cleanly: kept
+        assert conn.exec_driver_sql("SELECT count(*) FROM change_log").scalar() == before
+
+
+def test_a_write_whose_commit_fails_leaves_nothing_to_the_next(app):
+    db = sqlite_db(app)
+    orphan = (
+        "INSERT INTO enumeration_value (enumeration_id, value, position, suppressed, readonly, lock_version, create_time,"
+        " system_mtime, user_mtime) VALUES (999999, 'orphan', 0, 0, 0, 0, '2026-01-01', '2026-01-01', '2026-01-01')"
+    )
+    with pytest.raises(IntegrityError), db.write() as conn:
+        conn.exec_driver_sql("PRAGMA defer_foreign_keys=ON")  # the foreign key is checked by COMMIT
+        conn.exec_driver_sql(orphan)
+    with db.write() as conn:
+        assert not conn.connection.dbapi_connection.in_transaction or conn.in_transaction()
+        assert conn.exec_driver_sql("SELECT count(*) FROM enumeration_value WHERE value = 'orphan'").scalar() == 0
+        conn.exec_driver_sql(
+            "INSERT INTO change_log (record_type, record_id, uri, op, at) VALUES ('x', 2, '/x/2', 'created', '2026-01-01')"
+        )
+    with db.write() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM change_log WHERE uri = '/x/2'").scalar() == 1
 
 
 def test_the_bulk_connection_is_closed_once_imports_stop(app, api, repo):
