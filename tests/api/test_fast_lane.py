@@ -13,6 +13,7 @@ from tests.factories import Api, make_user, new_client, running_app
 from tests.records.helpers import make_ao, update
 from tests.records.test_agents import PEOPLE, person
 from tests.records.test_events import event_body, events_path
+from tests.records.tree_helpers import add_children
 
 HEADERS = ("content-type", "content-length", "cache-control")
 
@@ -211,6 +212,61 @@ def test_resolve_is_answered_as_the_ordinary_path_answers(api, ordinary, repo, l
     same_answer(api, ordinary, item, **{"resolve[]": "resource", "other": "1"})
     same_answer(api, ordinary, item, **{"resolve[]": "a::b::c::d::e::f"})
     assert lane_answers == []
+
+
+def test_tree_views_are_answered_as_the_ordinary_path_answers(api, ordinary, repo, lane_answers):
+    resource = api.create_minimal(REGISTRY["resource"], repo)["uri"]
+    add_children(api, resource, [f"Box {n}" for n in range(205)])  # two waypoints at the top
+    series = make_ao(api, repo, "Series", resource=resource, level="series", publish=True)["uri"]
+    for n in range(3):
+        make_ao(api, repo, f"File {n}", resource=resource, parent=series, publish=n != 1)
+    digital = api.create_minimal(REGISTRY["digital_object"], repo)["uri"]
+    components = f"/repositories/{repo}/digital_object_components"
+    top = api.create(components, {"jsonmodel_type": "digital_object_component", "digital_object": {"ref": digital}, "label": "A"})["uri"]
+    answered = [
+        (f"{resource}/tree/root", {}),
+        (f"{resource}/tree/root", {"published_only": "true"}),
+        (f"{resource}/tree/waypoint", {"offset": "1"}),
+        (f"{resource}/tree/waypoint", {"offset": "0", "parent_node": series, "published_only": "1"}),
+        (f"{resource}/tree/waypoint", {"offset": "0", "parent_node": ""}),
+        (f"{resource}/tree/node", {"node_uri": series}),
+        (f"{resource}/tree/node", {"node_uri": series, "published_only": "false"}),
+        (f"{digital}/tree/root", {}),
+        (f"{digital}/tree/node", {"node_uri": top}),
+    ]
+    lane_answers.clear()
+    for path, params in answered:
+        assert same_answer(api, ordinary, path, **params).startswith((b"{", b"["))
+    assert lane_answers == [path for path, _ in answered]
+    # Refusals, parameters the routes do not read and repeated ones are the ordinary path's.
+    lane_answers.clear()
+    for path, params in [
+        (f"{resource}/tree/waypoint", {}),
+        (f"{resource}/tree/waypoint", {"offset": "x"}),
+        (f"{resource}/tree/waypoint", {"offset": "0", "published_only": "maybe"}),
+        (f"{resource}/tree/waypoint", {"offset": "0", "parent_node": f"/repositories/{repo}/archival_objects/999999"}),
+        (f"{resource}/tree/node", {}),
+        (f"{resource}/tree/node", {"node_uri": top}),
+        (f"{resource}/tree/root", {"other": "1"}),
+        (f"{resource}/tree/root", {"published_only": ["true", "false"]}),
+        (f"/repositories/{repo}/resources/999999/tree/root", {}),
+    ]:
+        same_answer(api, ordinary, path, **params)
+    assert lane_answers == []
+
+
+def test_tree_views_check_the_session_and_permission_first(app, api, repo):
+    resource = api.create_minimal(REGISTRY["resource"], repo)["uri"]
+    path = f"{resource}/tree/root"
+    assert new_client(app).get(path).status_code == 403
+    gone = new_client(app).get(path, headers={"X-ArchivesSpace-Session": "no-such-token"})
+    assert (gone.status_code, gone.json()["code"]) == (412, "SESSION_GONE")
+    assert make_user(api, "outsider").get(path).status_code == 403
+    viewer = make_user(api, "viewer", groups=[(repo, "repository-viewers")])
+    assert viewer.get(path).status_code == 200
+    assert viewer.post("/logout").status_code == 200
+    logged_out = viewer.get(path)
+    assert (logged_out.status_code, logged_out.json()["code"]) == (412, "SESSION_GONE")
 
 
 # -- creates ---------------------------------------------------------------------------------------

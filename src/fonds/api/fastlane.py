@@ -1,5 +1,6 @@
 """The fast lane: the hottest GET (one record by id) answered ahead of FastAPI's middleware,
-router and thread pool, when everything it needs is at hand.
+router and thread pool, when everything it needs is at hand; likewise a page of a listing, the
+tree views (`TreeRead`) and the generic writes (`RecordWrite`).
 
 It answers only the plain success: a session the cache may serve, its permission held, the
 record's stored JSON and its read-time fields (`fonds.records.plain`) read together with the
@@ -30,6 +31,7 @@ from starlette.datastructures import QueryParams
 from starlette.routing import BaseRoute, Match
 from starlette.types import Message, Receive, Scope, Send
 
+from fonds.api import trees
 from fonds.api.crud import LOOP_CREATE_MAX_BYTES, submit_create_as_cached_user, submitted_answer, write_as_cached_user
 from fonds.api.middleware import CACHE_CONTROL, log_unexpected
 from fonds.api.params import listing_from_query
@@ -41,6 +43,7 @@ from fonds.records.pages import MAX_INTEGER, QuickPage, page_json, quick_page
 from fonds.records.plain import ROW, StoredAnswer, by_id_sql, stored_answer
 from fonds.records.refs import parse_resolve, resolved_bodies
 from fonds.records.registry import RecordType, Registry
+from fonds.records.trees import operations
 from fonds.storage.quick import Busy
 
 log = logging.getLogger("fonds.errors")
@@ -242,6 +245,53 @@ class ListPage:
 
 
 @dataclass(frozen=True)
+class TreeRead:
+    """GET a tree's root, one of its waypoints or a node's view (`tree/root`, `tree/waypoint`,
+    `tree/node`), with no parameter but those the route reads (`trees.VIEW_PARAMETERS`), each
+    once: in one thread-pool hop and one read transaction, the auth generation confirmed and the
+    view made as the route makes it (`trees.operations`). A refusal of any kind (a bad parameter,
+    a root or node not found) sends nothing: the ordinary path answers it."""
+
+    root: RecordType
+    view: str
+
+    async def __call__(self, services, scope: Scope, send: Send, ints: list[int]) -> bool:
+        arguments = self._arguments(scope["query_string"])
+        if arguments is None:
+            return False
+        repo_id, root_id = ints
+        generation_seen = generation_if_allowed(services, scope, self.root.permissions.read, repo_id)
+        if generation_seen is None:
+            return False
+        body = await run_in_threadpool(self._read, services, generation_seen, repo_id, root_id, arguments)
+        if body is None:
+            return False
+        await send_json(send, body)
+        return True
+
+    def _arguments(self, query: bytes) -> dict | None:
+        if b"\x00" in unquote_to_bytes(query):
+            return None
+        given = QueryParams(query).multi_items()
+        names = [name for name, _ in given]
+        if len(set(names)) != len(names) or not set(names) <= set(trees.VIEW_PARAMETERS[self.view]):
+            return None
+        try:
+            return trees.view_arguments(self.view, dict(given))
+        except FondsError:
+            return None
+
+    def _read(self, services, generation_seen: int, repo_id: int, root_id: int, arguments: dict) -> bytes | None:
+        with services.db.read() as conn:  # the view's own read joins this transaction
+            if generation.current(conn) != generation_seen:
+                return None
+            try:
+                return getattr(operations, self.view)(services.records, self.root, root_id=root_id, repo_id=repo_id, **arguments)
+            except FondsError:
+                return None
+
+
+@dataclass(frozen=True)
 class RecordWrite:
     """POST a new record, POST an update of one, DELETE one (no query parameters): the body read
     here, then, in one thread-pool hop, the write done for the cached session
@@ -367,6 +417,12 @@ class FastLane:
             if page_sql is None or route is None or record_type.list_is_plain_array or not _first_match(routes, route):
                 continue
             handlers[_shape(route.path)] = ListPage(record_type.permissions.read, page_sql, resolver)
+        for spec in registry.trees():
+            root = registry[spec.root]
+            for view in trees.VIEW_PARAMETERS:
+                route = by_name.get(f"{root.name}_tree_{view}_get")
+                if root.repo_scoped and route is not None and _first_match(routes, route):
+                    handlers[_shape(route.path)] = TreeRead(root, view)
         writes: dict[str, dict[tuple, RecordWrite]] = {}
         for record_type in registry:
             for action, method in WRITES:

@@ -43,12 +43,35 @@ def _boolean(name: str, raw: str | None) -> bool:
     raise BadRequest({name: [f"Wanted type Boolean but got '{raw}'"]})
 
 
+# The parameters of each tree view the fast lane answers (fonds.api.fastlane.TreeRead), as
+# `view_arguments` reads them.
+VIEW_PARAMETERS = {
+    "root": ("published_only",),
+    "waypoint": ("offset", "parent_node", "published_only"),
+    "node": ("node_uri", "published_only"),
+}
+
+
+def view_arguments(view: str, params: dict[str, str | None]) -> dict:
+    """The keyword arguments of `operations.<view>` (`VIEW_PARAMETERS`) from the request's
+    parameters as given (absent: None): what the route reads, and refuses, is read here."""
+    arguments: dict = {}
+    if view == "waypoint":
+        arguments.update(offset=_integer("offset", params.get("offset"), required=True), parent_node=params.get("parent_node"))
+    elif view == "node":
+        if not params.get("node_uri"):
+            raise missing_parameter("node_uri")
+        arguments["node_uri"] = params["node_uri"]
+    arguments["published_only"] = _boolean("published_only", params.get("published_only"))
+    return arguments
+
+
 def _root_routes(root: RecordType) -> list:
     read, update = root.permissions.read, root.permissions.update
 
     def tree_root(actor: Actor = require(read), *, repo_id: int, id: int, app: Services, published_only: PublishedOnly = None):
-        flag = _boolean("published_only", published_only)
-        return json_response(operations.root(app.records, root, root_id=id, repo_id=repo_id, published_only=flag))
+        arguments = view_arguments("root", {"published_only": published_only})
+        return json_response(operations.root(app.records, root, root_id=id, repo_id=repo_id, **arguments))
 
     def tree_waypoint(
         actor: Actor = require(read),
@@ -60,12 +83,8 @@ def _root_routes(root: RecordType) -> list:
         parent_node: Annotated[str | None, Query()] = None,
         published_only: PublishedOnly = None,
     ):
-        page = _integer("offset", offset, required=True)
-        flag = _boolean("published_only", published_only)
-        body = operations.waypoint(
-            app.records, root, root_id=id, repo_id=repo_id, offset=page, parent_node=parent_node, published_only=flag
-        )
-        return json_response(body)
+        arguments = view_arguments("waypoint", {"offset": offset, "parent_node": parent_node, "published_only": published_only})
+        return json_response(operations.waypoint(app.records, root, root_id=id, repo_id=repo_id, **arguments))
 
     def tree_node(
         actor: Actor = require(read),
@@ -76,10 +95,8 @@ def _root_routes(root: RecordType) -> list:
         node_uri: Annotated[str | None, Query()] = None,
         published_only: PublishedOnly = None,
     ):
-        if not node_uri:
-            raise missing_parameter("node_uri")
-        flag = _boolean("published_only", published_only)
-        return json_response(operations.node(app.records, root, root_id=id, repo_id=repo_id, node_uri=node_uri, published_only=flag))
+        arguments = view_arguments("node", {"node_uri": node_uri, "published_only": published_only})
+        return json_response(operations.node(app.records, root, root_id=id, repo_id=repo_id, **arguments))
 
     def tree_node_from_root(
         actor: Actor = require(read),
