@@ -290,16 +290,16 @@ def repositories_of(conn: Connection, table: Table, ids: list[int]) -> dict[int,
 
 def rows_where_in(conn: Connection, table: Table, columns: tuple[str, ...], equal: dict, name: str, values: list) -> list[tuple]:
     """`columns` of the rows whose `equal` columns hold those values and whose column `name`
-    holds one of `values`, through the driver (`_where_in`)."""
+    holds one of `values`, through the driver (`where_in`)."""
     quote = conn.dialect.identifier_preparer.quote
     head = f"SELECT {', '.join(map(quote, columns))} FROM {quote(table.name)} WHERE "
     found: list[tuple] = []
-    for statement, parameters in _where_in(conn, table, head, equal, name, values):
+    for statement, parameters in where_in(conn, table, head, equal, name, values):
         found += driver.rows(conn, statement, parameters)
     return found
 
 
-def _where_in(
+def where_in(
     conn: Connection, table: Table, head: str, equal: dict, name: str, values: list, tail: str = ""
 ) -> Iterator[tuple[str, tuple]]:
     """(statement, parameters): `head` (up to its WHERE) for the rows of `table` whose `equal`
@@ -317,14 +317,14 @@ def _where_in(
 
 
 def _where_in_sql(conn: Connection, table: Table, head: str, equal: tuple[str, ...], name: str, count: int | None, tail: str) -> str:
-    """A statement of `_where_in` (`count` values in its IN list; None: PostgreSQL's array), made once."""
+    """A statement of `where_in` (`count` values in its IN list; None: PostgreSQL's array), made once."""
     key = (conn.dialect.name, table.name, head, equal, name, count, tail)
     found = _WHERE_IN_SQL.get(key)
     if found is None:
         quote = conn.dialect.identifier_preparer.quote
-        found = head + "".join(f"{quote(column)} = {_param(conn, table, column)} AND " for column in equal)
+        found = head + "".join(f"{quote(column)} = {placeholder(conn, table, column)} AND " for column in equal)
         if count is None:
-            found += f"{quote(name)} = ANY({_param(conn, table, name, array=True)}){tail}"
+            found += f"{quote(name)} = ANY({placeholder(conn, table, name, array=True)}){tail}"
         else:
             found += f"{quote(name)} IN ({', '.join('?' * count)}){tail}"
         _WHERE_IN_SQL[key] = found
@@ -370,10 +370,10 @@ def _store_sql(conn: Connection, table: Table, names: tuple[str, ...], expecting
     found = _STORE_SQL.get(key)
     if found is None:
         quote = conn.dialect.identifier_preparer.quote
-        assignments = ", ".join(f"{quote(name)} = {_param(conn, table, name)}" for name in names)
-        found = f"UPDATE {quote(table.name)} SET {assignments} WHERE id = {_param(conn, table, 'id')}"
+        assignments = ", ".join(f"{quote(name)} = {placeholder(conn, table, name)}" for name in names)
+        found = f"UPDATE {quote(table.name)} SET {assignments} WHERE id = {placeholder(conn, table, 'id')}"
         if expecting:
-            found += f" AND lock_version = {_param(conn, table, 'lock_version')}"
+            found += f" AND lock_version = {placeholder(conn, table, 'lock_version')}"
         _STORE_SQL[key] = found
     return found
 
@@ -388,9 +388,9 @@ def _fetch_sql(conn: Connection, table: Table, in_repository: bool, for_update: 
     if found is None:
         quote = conn.dialect.identifier_preparer.quote
         columns = ", ".join(quote(column.name) for column in table.columns)
-        statement = f"SELECT {columns} FROM {quote(table.name)} WHERE id = {_param(conn, table, 'id')}"
+        statement = f"SELECT {columns} FROM {quote(table.name)} WHERE id = {placeholder(conn, table, 'id')}"
         if in_repository:
-            statement += f" AND repo_id = {_param(conn, table, 'repo_id')}"
+            statement += f" AND repo_id = {placeholder(conn, table, 'repo_id')}"
         if for_update and conn.dialect.name == "postgresql":
             statement += " FOR UPDATE"
         found = _FETCH_SQL[key] = (statement, _row_reader(conn, table, tuple(column.name for column in table.columns)))
@@ -408,7 +408,7 @@ def _bound(conn: Connection, table: Table, names: tuple[str, ...], values: tuple
     return tuple(value if process is None else process(value) for process, value in zip(processors, values, strict=True))
 
 
-def _param(conn: Connection, table: Table, name: str, *, array: bool = False) -> str:
+def placeholder(conn: Connection, table: Table, name: str, *, array: bool = False) -> str:
     """The placeholder of a value of `table`'s column `name` (`array`: of a list of them). On
     PostgreSQL cast to the column's type where SQLAlchemy casts it (`render_bind_cast`): an id
     past the integer range is then refused (DataError, a 400), not compared as a numeric and
@@ -472,7 +472,7 @@ def _stored_row_type(table: Table, names: tuple[str, ...]) -> type:
 
 def exists(conn: Connection, table: Table, record_id: int) -> bool:
     quote = conn.dialect.identifier_preparer.quote
-    return bool(driver.rows(conn, f"SELECT 1 FROM {quote(table.name)} WHERE id = {_param(conn, table, 'id')}", (record_id,)))
+    return bool(driver.rows(conn, f"SELECT 1 FROM {quote(table.name)} WHERE id = {placeholder(conn, table, 'id')}", (record_id,)))
 
 
 # Ids per IN list: far below PostgreSQL's 65,535 parameters per statement, big enough that a
@@ -493,7 +493,7 @@ def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None)
     quote = conn.dialect.identifier_preparer.quote
     head = f"SELECT {', '.join(map(quote, names))} FROM {quote(table.name)} WHERE "
     found: list[tuple] = []
-    for statement, parameters in _where_in(conn, table, head, {}, "id", sorted(set(ids)), " ORDER BY id"):
+    for statement, parameters in where_in(conn, table, head, {}, "id", sorted(set(ids)), " ORDER BY id"):
         found += map(read, driver.rows(conn, statement, parameters))
     return found
 
@@ -514,8 +514,8 @@ def _duplicate_sql(conn: Connection, table: Table, names: tuple[str, ...]) -> st
     found = _DUPLICATE_SQL.get(key)
     if found is None:
         quote = conn.dialect.identifier_preparer.quote
-        equal = " AND ".join(f"{quote(name)} = {_param(conn, table, name)}" for name in names)
-        found = _DUPLICATE_SQL[key] = f"SELECT id FROM {quote(table.name)} WHERE {equal} AND id != {_param(conn, table, 'id')} LIMIT 1"
+        equal = " AND ".join(f"{quote(name)} = {placeholder(conn, table, name)}" for name in names)
+        found = _DUPLICATE_SQL[key] = f"SELECT id FROM {quote(table.name)} WHERE {equal} AND id != {placeholder(conn, table, 'id')} LIMIT 1"
     return found
 
 
@@ -529,7 +529,7 @@ def replace_links(
     `fresh`: the record was just created, so it holds no links yet."""
     if not fresh:
         table = tables["record_link"]
-        where = f"source_type = {_param(conn, table, 'source_type')} AND source_id = {_param(conn, table, 'source_id')}"
+        where = f"source_type = {placeholder(conn, table, 'source_type')} AND source_id = {placeholder(conn, table, 'source_id')}"
         driver.execute(conn, f"DELETE FROM record_link WHERE {where}", (source_type, source_id))
     insert_links(conn, tables, [(source_type, source_id, link) for link in links])
 
@@ -566,5 +566,5 @@ def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> N
         (links, {"source_type": record_type}, "source_id"),
         (links, {"target_type": record_type}, "target_id"),
     ):
-        for statement, parameters in _where_in(conn, target, f"DELETE FROM {quote(target.name)} WHERE ", equal, name, ids):
+        for statement, parameters in where_in(conn, target, f"DELETE FROM {quote(target.name)} WHERE ", equal, name, ids):
             driver.execute(conn, statement, parameters)

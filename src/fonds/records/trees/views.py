@@ -5,16 +5,25 @@ tree/node and tree/node_from_root. A waypoint is a page of 200 children; every f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import orjson
-from sqlalchemy import func, select
 
 from fonds.errors import BadRequest, NotFound
 from fonds.records.trees import decorations, hierarchy, positions
 from fonds.records.trees.positions import Siblings
+from fonds.storage import driver
 from fonds.storage import records as store
 
 WAYPOINT_SIZE = 200
+
+
+class _Entry(NamedTuple):
+    """A node of a waypoint, as its statement reads it."""
+
+    id: int
+    repo_id: int
+    json: bytes
 
 
 def waypoint_counts(child_count: int) -> dict:
@@ -42,18 +51,27 @@ class LargeTree:
         """Only published nodes when asked (Fonds has no suppression, so none is suppressed)."""
         return [self.table.c.publish.is_(True)] if self.published_only else []
 
+    def _siblings_sql(self, parent_id: int | None) -> tuple[str, tuple]:
+        """(condition, parameters) of the sibling list under `parent_id`, as `Siblings.where`
+        (and `visible`) select it, for the statements a view runs through the driver: built
+        with SQLAlchemy, they cost more than SQLite spends answering them."""
+        published = " AND publish IS TRUE" if self.published_only else ""
+        if parent_id is not None:
+            return f"parent_id = {store.placeholder(self.conn, self.table, 'parent_id')}{published}", (parent_id,)
+        root = self.spec.root_column
+        return f"{root} = {store.placeholder(self.conn, self.table, root)} AND parent_id IS NULL{published}", (self.root.id,)
+
     def count_children(self, parent_id: int | None) -> int:
-        return self.conn.execute(select(func.count()).where(self.siblings(parent_id).where, *self.visible())).scalar_one()
+        where, parameters = self._siblings_sql(parent_id)
+        return driver.scalar(self.conn, f"SELECT count(*) FROM {self.spec.node} WHERE {where}", parameters)
 
     def child_counts(self, parent_ids: list[int]) -> dict[int, int]:
-        if not parent_ids:
-            return {}
-        table = self.table
         # By parent alone, from the index of sibling lists: a node's children are of its tree.
-        query = (
-            select(table.c.parent_id, func.count()).where(table.c.parent_id.in_(parent_ids), *self.visible()).group_by(table.c.parent_id)
-        )
-        return dict(self.conn.execute(query).all())
+        head = f"SELECT parent_id, count(*) FROM {self.spec.node} WHERE " + ("publish IS TRUE AND " if self.published_only else "")
+        counts: dict[int, int] = {}
+        for statement, parameters in store.where_in(self.conn, self.table, head, {}, "parent_id", parent_ids, " GROUP BY parent_id"):
+            counts.update(driver.rows(self.conn, statement, parameters))
+        return counts
 
     def root_view(self) -> dict:
         doc = orjson.loads(self.root.json)
@@ -76,14 +94,10 @@ class LargeTree:
         return response
 
     def waypoint(self, parent_id: int | None, offset: int) -> list[dict]:
-        table = self.table
-        rows = self.conn.execute(
-            select(table.c.id, table.c.repo_id, table.c.json)
-            .where(self.siblings(parent_id).where, *self.visible())
-            .order_by(table.c.position, table.c.id)
-            .limit(WAYPOINT_SIZE)
-            .offset(offset * WAYPOINT_SIZE)
-        ).all()
+        where, parameters = self._siblings_sql(parent_id)
+        mark = store.placeholder(self.conn, self.table, "position")
+        statement = f"SELECT id, repo_id, json FROM {self.spec.node} WHERE {where} ORDER BY position, id LIMIT {mark} OFFSET {mark}"
+        rows = [_Entry(*row) for row in driver.rows(self.conn, statement, (*parameters, WAYPOINT_SIZE, offset * WAYPOINT_SIZE))]
         counts = self.child_counts([row.id for row in rows])
         docs = [orjson.loads(row.json) for row in rows]
         node_type, views = self.registry[self.spec.node], self.spec.views
@@ -108,13 +122,15 @@ class LargeTree:
 
     def node_view(self, node) -> dict:
         doc = orjson.loads(node.json)
-        table = self.table
-        before = select(func.count()).where(self.siblings(node.parent_id).where, table.c.position < node.position, *self.visible())
+        where, parameters = self._siblings_sql(node.parent_id)
+        before = (
+            f"SELECT count(*) FROM {self.spec.node} WHERE {where} AND position < {store.placeholder(self.conn, self.table, 'position')}"
+        )
         response = {
             **waypoint_counts(self.count_children(node.id)),
             "title": doc.get("display_string"),
             "uri": doc["uri"],
-            "position": self.conn.execute(before).scalar_one() + 1,
+            "position": driver.scalar(self.conn, before, (*parameters, node.position)) + 1,
             "jsonmodel_type": self.spec.node,
             "has_digital_instance": self.spec.views.has_digital_instance(doc),
             **self.spec.views.node(doc),
