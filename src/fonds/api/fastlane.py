@@ -44,6 +44,7 @@ from fonds.records.plain import ROW, StoredAnswer, by_id_sql, stored_answer
 from fonds.records.refs import parse_resolve, resolved_bodies
 from fonds.records.registry import RecordType, Registry
 from fonds.records.trees import operations
+from fonds.records.trees.views import WAYPOINT_SIZE
 from fonds.storage.quick import Busy
 
 log = logging.getLogger("fonds.errors")
@@ -52,6 +53,9 @@ SERVICE_SESSION, ASPACE_SESSION = b"x-service-session", b"x-archivesspace-sessio
 MAX_ID_DIGITS = 18
 # Pages up to this size are read on the event loop (SQLite); larger ones in a thread.
 INLINE_PAGE_SIZE = 50
+# Waypoints further in are the ordinary path's: their OFFSET is past a 32-bit integer, which
+# PostgreSQL refuses (a 400 the lane would only find by failing).
+MAX_WAYPOINT = (2**31 - 1) // WAYPOINT_SIZE
 # Targets of `resolve[]` are read this many ids a statement at most.
 RESOLVE_CHUNK = 512
 
@@ -277,9 +281,10 @@ class TreeRead:
         if len(set(names)) != len(names) or not set(names) <= set(trees.VIEW_PARAMETERS[self.view]):
             return None
         try:
-            return trees.view_arguments(self.view, dict(given))
+            arguments = trees.view_arguments(self.view, dict(given))
         except FondsError:
             return None
+        return None if arguments.get("offset", 0) > MAX_WAYPOINT else arguments
 
     def _read(self, services, generation_seen: int, repo_id: int, root_id: int, arguments: dict) -> bytes | None:
         with services.db.read() as conn:  # the view's own read joins this transaction
