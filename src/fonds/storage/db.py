@@ -323,10 +323,8 @@ class Database:
         """SQLite: the connection this process's writes take turns on, kept from one to the next.
         Taken from the pool for each, a write spent ~45 µs checking it out and back (a third of
         an empty write's cost), more while threads queued for it."""
-        conn = self.engine.connect().execution_options(fonds_write=True)
-        leave_pool(conn)  # closed by `dispose`, never returned to the pool
-        self._writer = conn
-        return conn
+        self._writer = self._kept_connection()
+        return self._writer
 
     def _close_writer(self) -> None:
         conn, self._writer = self._writer, None
@@ -334,12 +332,17 @@ class Database:
             conn.close()
 
     def _open_bulk(self) -> Connection:
-        conn = self.engine.connect().execution_options(fonds_write=True)
+        conn = self._kept_connection()  # its prepared statements and cache go when it is closed
         conn.connection.dbapi_connection.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
         if self.checkpoints is not None:
             self.checkpoints.take_over(conn.connection.dbapi_connection)
-        leave_pool(conn)  # its prepared statements and cache go when it is closed
         self._bulk = conn
+        return conn
+
+    def _kept_connection(self) -> Connection:
+        """A write connection of its own, closed by the one keeping it, never returned to the pool."""
+        conn = self.engine.connect().execution_options(fonds_write=True)
+        leave_pool(conn)
         return conn
 
     def _close_bulk(self) -> None:
