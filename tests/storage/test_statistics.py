@@ -40,6 +40,26 @@ def test_a_bulk_load_leaves_the_tables_it_wrote_analysed(app, api, repo):
     assert {"accession", "change_log"} <= analysed_tables(app)
 
 
+def vacuumed_tables(app) -> set[str]:
+    db = app.state.fonds.db
+    assert wait_until_analysed(db, 60)
+    with db.engine.connect() as conn:
+        query = "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() AND last_vacuum IS NOT NULL"
+        return set(conn.execute(text(query)).scalars())
+
+
+def test_a_bulk_load_leaves_the_tables_it_wrote_vacuumed_on_postgresql(app, api, repo):
+    # Their pages marked all-visible: an index-only scan (`all_ids`) then reads no table row.
+    if app.state.fonds.db.kind != "postgresql":
+        pytest.skip("SQLite keeps no visibility map")
+    import_accessions(api, repo, BULK_LOAD_RECORDS - 1, "small")
+    assert "accession" not in vacuumed_tables(app)
+    import_accessions(api, repo, BULK_LOAD_RECORDS, "bulk")
+    assert {"accession", "change_log"} <= vacuumed_tables(app)
+    response = api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"})
+    assert len(response.json()) == 2 * BULK_LOAD_RECORDS - 1
+
+
 def accession_statistics(app):
     assert wait_until_analysed(app.state.fonds.db, 60)
     with app.state.fonds.db.engine.connect() as conn:
