@@ -278,15 +278,21 @@ class Database:
                 _start(conn, self.tables)
                 yield conn
             return
-        with self._turn():
-            conn = self._writer or self._open_writer()
-            try:
-                with conn.begin():
-                    _start(conn, self.tables)
-                    yield conn
-            finally:
-                if conn.invalidated or conn.closed or conn.in_transaction() or conn.connection.dbapi_connection.in_transaction:
-                    self._close_writer()  # whatever state a failed commit or rollback left it in goes with it
+        with self._turn(), self._kept_transaction(self._writer or self._open_writer(), self._close_writer) as conn:
+            yield conn
+
+    @contextmanager
+    def _kept_transaction(self, conn: Connection, close: Callable[[], None]) -> Iterator[Connection]:
+        """A write transaction on a connection this process keeps (SQLite: the writer's, the bulk
+        writes'). A refused write leaves it as it was; whatever state a failed commit or rollback
+        left it in goes with it (`close`)."""
+        try:
+            with conn.begin():
+                _start(conn, self.tables)
+                yield conn
+        finally:
+            if conn.invalidated or conn.closed or conn.in_transaction() or conn.connection.dbapi_connection.in_transaction:
+                close()
 
     @contextmanager
     def bulk_write(self) -> Iterator[Connection]:
@@ -304,14 +310,11 @@ class Database:
                 yield conn
             return
         with self._turn():
-            conn = self._bulk or self._open_bulk()
             try:
-                with conn.begin():
-                    _start(conn, self.tables)
+                with self._kept_transaction(self._bulk or self._open_bulk(), self._close_bulk) as conn:
                     yield conn
             except BaseException:
-                # Whatever state a failed transaction left it in goes with it.
-                self._close_bulk()
+                self._close_bulk()  # a refused import's connection goes too, rolled back or not
                 raise
             finally:
                 self._bulk_used = time.monotonic()
