@@ -147,30 +147,39 @@ def _sqlite_insert(into: str, columns: int, rows: int) -> str:
     return f"{into} VALUES {','.join([row] * rows)}"
 
 
+def _once_per_table(make: Callable) -> Callable:
+    """`make(conn, table, *shape)` worked out once per dialect, table and shape (each hashable):
+    the statements, conversions and readers it makes depend on nothing else, and building one
+    cost more than the database spends running it."""
+    made: dict[tuple, object] = {}
+
+    @functools.wraps(make)
+    def once(conn: Connection, table: Table, *shape):
+        key = (conn.dialect.name, table.name, *shape)
+        try:
+            return made[key]
+        except KeyError:
+            found = made[key] = make(conn, table, *shape)
+            return found
+
+    return once
+
+
+@_once_per_table
 def _few_rows_insert(conn: Connection, table: Table, names: tuple[str, ...], count: int, first: str | None) -> str:
     """PostgreSQL: `INSERT … VALUES` of `count` rows, built once per table, columns, count and
     `first`. With `first`, one statement running it, then inserting the rows: they come from a
     join with `first`'s materialised result, so none is made (nor its column defaults, a
     sequence's next value among them, computed) before `first` has run; each value is cast to its
     column's type, as a column of NULLs in a VALUES list would otherwise be text."""
-    key = (table.name, names, count, first)
-    if key not in _FEW_ROWS_INSERTS:
-        quote = conn.dialect.identifier_preparer.quote
-        columns = ", ".join(quote(name) for name in names)
-        into = f"INSERT INTO {quote(table.name)} ({columns})"
-        if first is None:
-            row = "(" + ", ".join(["%s"] * len(names)) + ")"
-            statement = f"{into} VALUES {', '.join([row] * count)}"
-        else:
-            row = "(" + ", ".join(f"CAST(%s AS {name})" for name in _column_type_names(conn, table, names)) + ")"
-            statement = (
-                f"WITH first AS MATERIALIZED ({first}) {into} SELECT v.* FROM first, (VALUES {', '.join([row] * count)}) AS v ({columns})"
-            )
-        _FEW_ROWS_INSERTS[key] = statement
-    return _FEW_ROWS_INSERTS[key]
-
-
-_FEW_ROWS_INSERTS: dict[tuple, str] = {}
+    quote = conn.dialect.identifier_preparer.quote
+    columns = ", ".join(quote(name) for name in names)
+    into = f"INSERT INTO {quote(table.name)} ({columns})"
+    if first is None:
+        row = "(" + ", ".join(["%s"] * len(names)) + ")"
+        return f"{into} VALUES {', '.join([row] * count)}"
+    row = "(" + ", ".join(f"CAST(%s AS {name})" for name in _column_type_names(conn, table, names)) + ")"
+    return f"WITH first AS MATERIALIZED ({first}) {into} SELECT v.* FROM first, (VALUES {', '.join([row] * count)}) AS v ({columns})"
 
 
 def _column_types(conn: Connection, table: Table, names: tuple[str, ...]) -> list[int]:
@@ -184,44 +193,36 @@ def _column_type_names(conn: Connection, table: Table, names: tuple[str, ...]) -
     return [name for _, name in _column_catalog(conn, table, names)]
 
 
+@_once_per_table
 def _column_catalog(conn: Connection, table: Table, names: tuple[str, ...]) -> list[tuple[int, str]]:
     """(type oid, type name) of each of the columns `names`, read from the catalog once per table and columns."""
-    key = (table.name, names)
-    if key not in _TYPES:
-        found = {row[0]: row[1:] for row in driver.rows(conn, _COLUMN_TYPES, {"table": conn.dialect.identifier_preparer.quote(table.name)})}
-        _TYPES[key] = [found[name] for name in names]
-    return _TYPES[key]
+    found = {row[0]: row[1:] for row in driver.rows(conn, _COLUMN_TYPES, {"table": conn.dialect.identifier_preparer.quote(table.name)})}
+    return [found[name] for name in names]
 
 
 _COLUMN_TYPES = """
 SELECT attname, atttypid::int, format_type(atttypid, atttypmod) FROM pg_attribute
 WHERE attrelid = to_regclass(%(table)s) AND attnum > 0 AND NOT attisdropped
 """
-_TYPES: dict[tuple, list[tuple[int, str]]] = {}
 
 
+@_once_per_table
 def _bind_processors(conn: Connection, table: Table, names: tuple[str, ...]) -> list | None:
     """Each column's conversion of a Python value for the driver (SQLite stores datetimes as
     text), or None when no column needs one; worked out once per table, columns and dialect."""
-    key = (conn.dialect.name, table.name, names)
-    if key not in _PROCESSORS:
-        # Columns of the same type share one processor: a value they share (a record's
-        # timestamps) is converted once for all of them (`_converted`).
-        shared: dict[tuple, object] = {}
-        found = []
-        for name in names:
-            impl = table.c[name].type.dialect_impl(conn.dialect)
-            kind = (impl.__class__, repr(impl))
-            if kind not in shared:
-                shared[kind] = (
-                    _sqlite_blob if conn.dialect.name == "sqlite" and isinstance(impl, LargeBinary) else impl.bind_processor(conn.dialect)
-                )
-            found.append(shared[kind])
-        _PROCESSORS[key] = found if any(found) else None
-    return _PROCESSORS[key]
-
-
-_PROCESSORS: dict[tuple, list | None] = {}
+    # Columns of the same type share one processor: a value they share (a record's
+    # timestamps) is converted once for all of them (`_converted`).
+    shared: dict[tuple, object] = {}
+    found = []
+    for name in names:
+        impl = table.c[name].type.dialect_impl(conn.dialect)
+        kind = (impl.__class__, repr(impl))
+        if kind not in shared:
+            shared[kind] = (
+                _sqlite_blob if conn.dialect.name == "sqlite" and isinstance(impl, LargeBinary) else impl.bind_processor(conn.dialect)
+            )
+        found.append(shared[kind])
+    return found if any(found) else None
 
 
 def _sqlite_blob(value: bytes | None) -> bytearray | None:
@@ -316,22 +317,14 @@ def where_in(
         yield _where_in_sql(conn, table, head, tuple(equal), name, len(chunk), tail), (*prefix, *chunk)
 
 
+@_once_per_table
 def _where_in_sql(conn: Connection, table: Table, head: str, equal: tuple[str, ...], name: str, count: int | None, tail: str) -> str:
-    """A statement of `where_in` (`count` values in its IN list; None: PostgreSQL's array), made once."""
-    key = (conn.dialect.name, table.name, head, equal, name, count, tail)
-    found = _WHERE_IN_SQL.get(key)
-    if found is None:
-        quote = conn.dialect.identifier_preparer.quote
-        found = head + "".join(f"{quote(column)} = {placeholder(conn, table, column)} AND " for column in equal)
-        if count is None:
-            found += f"{quote(name)} = ANY({placeholder(conn, table, name, array=True)}){tail}"
-        else:
-            found += f"{quote(name)} IN ({', '.join('?' * count)}){tail}"
-        _WHERE_IN_SQL[key] = found
-    return found
-
-
-_WHERE_IN_SQL: dict[tuple, str] = {}
+    """A statement of `where_in` (`count` values in its IN list; None: PostgreSQL's array)."""
+    quote = conn.dialect.identifier_preparer.quote
+    found = head + "".join(f"{quote(column)} = {placeholder(conn, table, column)} AND " for column in equal)
+    if count is None:
+        return found + f"{quote(name)} = ANY({placeholder(conn, table, name, array=True)}){tail}"
+    return found + f"{quote(name)} IN ({', '.join('?' * count)}){tail}"
 
 
 def _advance_sequence(conn: Connection, table: Table) -> None:
@@ -365,39 +358,25 @@ def fetch(conn: Connection, table: Table, record_id: int, *, repo_id: int | None
     return reader(found[0]) if found else None
 
 
+@_once_per_table
 def _store_sql(conn: Connection, table: Table, names: tuple[str, ...], expecting: bool) -> str:
-    key = (conn.dialect.name, table.name, names, expecting)
-    found = _STORE_SQL.get(key)
-    if found is None:
-        quote = conn.dialect.identifier_preparer.quote
-        assignments = ", ".join(f"{quote(name)} = {placeholder(conn, table, name)}" for name in names)
-        found = f"UPDATE {quote(table.name)} SET {assignments} WHERE id = {placeholder(conn, table, 'id')}"
-        if expecting:
-            found += f" AND lock_version = {placeholder(conn, table, 'lock_version')}"
-        _STORE_SQL[key] = found
-    return found
+    quote = conn.dialect.identifier_preparer.quote
+    assignments = ", ".join(f"{quote(name)} = {placeholder(conn, table, name)}" for name in names)
+    statement = f"UPDATE {quote(table.name)} SET {assignments} WHERE id = {placeholder(conn, table, 'id')}"
+    return statement + f" AND lock_version = {placeholder(conn, table, 'lock_version')}" if expecting else statement
 
 
-_STORE_SQL: dict[tuple, str] = {}
-
-
+@_once_per_table
 def _fetch_sql(conn: Connection, table: Table, in_repository: bool, for_update: bool) -> tuple[str, Callable]:
-    """(statement, the row it reads as a `StoredRow`), worked out once per table and shape."""
-    key = (conn.dialect.name, table.name, in_repository, for_update)
-    found = _FETCH_SQL.get(key)
-    if found is None:
-        quote = conn.dialect.identifier_preparer.quote
-        columns = ", ".join(quote(column.name) for column in table.columns)
-        statement = f"SELECT {columns} FROM {quote(table.name)} WHERE id = {placeholder(conn, table, 'id')}"
-        if in_repository:
-            statement += f" AND repo_id = {placeholder(conn, table, 'repo_id')}"
-        if for_update and conn.dialect.name == "postgresql":
-            statement += " FOR UPDATE"
-        found = _FETCH_SQL[key] = (statement, _row_reader(conn, table, tuple(column.name for column in table.columns)))
-    return found
-
-
-_FETCH_SQL: dict[tuple, tuple[str, Callable]] = {}
+    """(statement, the row it reads as a `StoredRow`)."""
+    quote = conn.dialect.identifier_preparer.quote
+    columns = ", ".join(quote(column.name) for column in table.columns)
+    statement = f"SELECT {columns} FROM {quote(table.name)} WHERE id = {placeholder(conn, table, 'id')}"
+    if in_repository:
+        statement += f" AND repo_id = {placeholder(conn, table, 'repo_id')}"
+    if for_update and conn.dialect.name == "postgresql":
+        statement += " FOR UPDATE"
+    return statement, _row_reader(conn, table, tuple(column.name for column in table.columns))
 
 
 def _bound(conn: Connection, table: Table, names: tuple[str, ...], values: tuple) -> tuple:
@@ -413,40 +392,25 @@ def placeholder(conn: Connection, table: Table, name: str, *, array: bool = Fals
     PostgreSQL cast to the column's type where SQLAlchemy casts it (`render_bind_cast`): an id
     past the integer range is then refused (DataError, a 400), not compared as a numeric and
     found nowhere."""
-    if conn.dialect.paramstyle == "qmark":
-        return "?"
-    key = (table.name, name, array)
-    found = _PG_PARAMS.get(key)
-    if found is None:
-        impl = table.c[name].type.dialect_impl(conn.dialect)
-        found = "%s"
-        if getattr(impl, "render_bind_cast", False):
-            # As SQLAlchemy's compiler: a VARCHAR's length is not cast to (it would cut the value).
-            cast = sqltypes.STRINGTYPE if impl._type_affinity is sqltypes.String and getattr(impl, "length", None) else impl
-            found += "::" + conn.dialect.type_compiler_instance.process(cast, identifier_preparer=conn.dialect.identifier_preparer)
-            found += "[]" if array else ""
-        _PG_PARAMS[key] = found
-    return found
+    return "?" if conn.dialect.paramstyle == "qmark" else _cast_placeholder(conn, table, name, array)
 
 
-_PG_PARAMS: dict[tuple, str] = {}
+@_once_per_table
+def _cast_placeholder(conn: Connection, table: Table, name: str, array: bool) -> str:
+    impl = table.c[name].type.dialect_impl(conn.dialect)
+    if not getattr(impl, "render_bind_cast", False):
+        return "%s"
+    # As SQLAlchemy's compiler: a VARCHAR's length is not cast to (it would cut the value).
+    cast = sqltypes.STRINGTYPE if impl._type_affinity is sqltypes.String and getattr(impl, "length", None) else impl
+    found = "%s::" + conn.dialect.type_compiler_instance.process(cast, identifier_preparer=conn.dialect.identifier_preparer)
+    return found + "[]" if array else found
 
 
+@_once_per_table
 def _row_reader(conn: Connection, table: Table, names: tuple[str, ...]) -> Callable[[tuple], tuple]:
     """What turns a row of `table`'s columns `names`, as the driver gives it, into a `StoredRow`:
     each value converted as SQLAlchemy converts it (SQLite's datetimes are text, its booleans
-    integers). Worked out once per table, columns and dialect."""
-    key = (conn.dialect.name, table.name, names)
-    found = _READERS.get(key)
-    if found is None:
-        found = _READERS[key] = _new_row_reader(conn, table, names)
-    return found
-
-
-_READERS: dict[tuple, Callable[[tuple], tuple]] = {}
-
-
-def _new_row_reader(conn: Connection, table: Table, names: tuple[str, ...]) -> Callable[[tuple], tuple]:
+    integers)."""
     row_type = _stored_row_type(table, names)
     processors = [table.c[name].type.dialect_impl(conn.dialect).result_processor(conn.dialect, None) for name in names]
     converting = [(index, process) for index, process in enumerate(processors) if process is not None]
@@ -509,17 +473,11 @@ def find_duplicate(conn: Connection, table: Table, values: dict, *, exclude_id: 
     return found[0][0] if found else None
 
 
+@_once_per_table
 def _duplicate_sql(conn: Connection, table: Table, names: tuple[str, ...]) -> str:
-    key = (conn.dialect.name, table.name, names)
-    found = _DUPLICATE_SQL.get(key)
-    if found is None:
-        quote = conn.dialect.identifier_preparer.quote
-        equal = " AND ".join(f"{quote(name)} = {placeholder(conn, table, name)}" for name in names)
-        found = _DUPLICATE_SQL[key] = f"SELECT id FROM {quote(table.name)} WHERE {equal} AND id != {placeholder(conn, table, 'id')} LIMIT 1"
-    return found
-
-
-_DUPLICATE_SQL: dict[tuple, str] = {}
+    quote = conn.dialect.identifier_preparer.quote
+    equal = " AND ".join(f"{quote(name)} = {placeholder(conn, table, name)}" for name in names)
+    return f"SELECT id FROM {quote(table.name)} WHERE {equal} AND id != {placeholder(conn, table, 'id')} LIMIT 1"
 
 
 def replace_links(
