@@ -30,7 +30,7 @@ from fonds.records.registry import RecordType
 from fonds.records.trees import placement
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
-from fonds.storage import change_log
+from fonds.storage import change_log, deferred_counts
 from fonds.storage import records as store
 from fonds.storage.db import writers_take_turns
 
@@ -287,9 +287,13 @@ class Batch:
             for name, members in by_type.items():
                 self._check_unique(self.registry[name], members)
         for name, members in by_type.items():
-            table = self.tables[name]
+            table, record_type = self.tables[name], self.registry[name]
+            rows = [derived.row for derived in members]
             try:
-                store.insert_rows(self.conn, table, [derived.row for derived in members])
+                with deferred_counts.counted_after(
+                    self.conn, name, rows, record_type.tree.root_column if record_type.is_tree_node else None
+                ):
+                    store.insert_rows(self.conn, table, rows)
             except IntegrityError as error:
                 if not checked_first:
                     # The members inserted before the refused one stay (the transaction is

@@ -11,7 +11,9 @@ Triggers, not code in the write paths: every insert and delete, whichever path m
 writes, batch imports, cascades, bulk SQL), changes the counts in its own transaction. They are
 installed at start for every record table of the registry (tables added by later migrations
 included) and a table that gets them for the first time has its blocks counted from its rows in
-the same transaction. On PostgreSQL the triggers are per statement (one upsert per block a
+the same transaction. (On SQLite, a write of many rows counts them itself, grouped, while the
+insert triggers stand aside for its transaction alone: fonds.storage.deferred_counts.) On
+PostgreSQL the triggers are per statement (one upsert per block a
 statement touched) and take the change log's append lock first: every writer updating block
 rows does so alone, so two transactions never wait for each other's block rows (no deadlock),
 and the lock is one every record write takes anyway before it commits."""
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from fonds.storage import driver
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
-from fonds.storage.triggers import has_trigger
+from fonds.storage.triggers import NOT_DEFERRED, has_trigger, triggers_named
 
 # Blocks of 1024 ids: a page skips at most 1023 index entries within its block (on PostgreSQL
 # each may cost a heap visit while the visibility map is not yet set after a bulk load), and a
@@ -30,7 +33,7 @@ from fonds.storage.triggers import has_trigger
 BLOCK = 1024
 # The block number of a (type, repository)'s total: ids are positive, blocks from 0.
 TOTAL = -1
-VERSION = 3
+VERSION = 4
 # Serialises installation when several workers start at once.
 INSTALL_LOCK_KEY = 7_420_016
 
@@ -52,10 +55,12 @@ def _sqlite_remove(row: str, bucket: str) -> str:
     return f"UPDATE record_bucket SET n = n - 1 WHERE record_type = '{{table}}' AND repo_id = COALESCE({row}.repo_id, 0) AND bucket = {bucket};"
 
 
-# Templates of `str.format` (name, table, block, total): each row's block and its total.
+# Templates of `str.format` (name, table, block, total, deferred): each row's block and its total.
 _SQLITE = [
     _sqlite_trigger(
-        'CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}"', _sqlite_add("NEW", "NEW.id / {block}"), _sqlite_add("NEW", "{total}")
+        'CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" WHEN {deferred}',
+        _sqlite_add("NEW", "NEW.id / {block}"),
+        _sqlite_add("NEW", "{total}"),
     ),
     _sqlite_trigger(
         'CREATE TRIGGER "{name}_del" AFTER DELETE ON "{table}"',
@@ -139,10 +144,10 @@ def _install_one(conn: Connection, table: str) -> None:
     postgres = conn.dialect.name == "postgresql"
     if postgres:
         conn.exec_driver_sql(f'LOCK TABLE "{table}" IN SHARE ROW EXCLUSIVE MODE')
-    for old in _old_triggers(conn, table):
+    for old in triggers_named(conn, table, "fonds_count_"):
         conn.exec_driver_sql(f'DROP TRIGGER IF EXISTS "{old}"' + (f' ON "{table}"' if postgres else ""))
     for template in _PG if postgres else _SQLITE:
-        conn.exec_driver_sql(template.format(name=trigger_name(table), table=table, block=BLOCK, total=TOTAL))
+        conn.exec_driver_sql(template.format(name=trigger_name(table), table=table, block=BLOCK, total=TOTAL, deferred=NOT_DEFERRED))
     conn.exec_driver_sql(f"DELETE FROM record_bucket WHERE record_type = '{table}'")
     conn.exec_driver_sql(
         f"INSERT INTO record_bucket (record_type, repo_id, bucket, n) "
@@ -151,19 +156,26 @@ def _install_one(conn: Connection, table: str) -> None:
     )
 
 
-def _old_triggers(conn: Connection, table: str) -> list[str]:
-    """Counting triggers of earlier versions (their blocks are recounted)."""
-    if conn.dialect.name == "postgresql":
-        sql = "SELECT tgname FROM pg_trigger WHERE tgrelid = %(table)s::regclass AND tgname LIKE 'fonds_count_%%'"
-        rows = conn.exec_driver_sql(sql, {"table": f'"{table}"'})
-    else:
-        rows = conn.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE 'fonds_count_%'", (table,)
-        )
-    return [row[0] for row in rows]
-
-
 def counted_rows(conn: Connection, table: str) -> int | None:
     """The rows of a record table as its blocks count them, in every repository; None for a
     table no trigger counts."""
     return conn.exec_driver_sql("SELECT sum(n) FROM record_bucket WHERE record_type = ? AND bucket = ?", (table, TOTAL)).scalar()
+
+
+def add(conn: Connection, table: str, rows: list[tuple[int | None, int]]) -> None:
+    """SQLite: count rows of `table` inserted uncounted (fonds.storage.deferred_counts), each
+    given as (repo_id, id): one upsert per block and per repository's total."""
+    blocks: dict[tuple[int, int], int] = {}
+    for repo_id, record_id in rows:
+        key = (repo_id or 0, record_id // BLOCK)
+        blocks[key] = blocks.get(key, 0) + 1
+    totals: dict[int, int] = {}
+    for (repo_id, _), n in blocks.items():
+        totals[repo_id] = totals.get(repo_id, 0) + n
+    driver.execute_many(
+        conn,
+        "INSERT INTO record_bucket (record_type, repo_id, bucket, n) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (record_type, repo_id, bucket) DO UPDATE SET n = n + excluded.n",
+        [(table, repo_id, block, n) for (repo_id, block), n in blocks.items()]
+        + [(table, repo_id, TOTAL, n) for repo_id, n in totals.items()],
+    )

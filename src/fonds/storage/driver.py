@@ -46,6 +46,13 @@ def execute(conn: Connection, statement: str, parameters: tuple | dict = ()) -> 
         return found.rowcount
 
 
+def execute_many(conn: Connection, statement: str, parameters: list[tuple]) -> None:
+    """Run a statement that returns no rows once for each of `parameters`."""
+    if parameters:
+        with cursor(conn, statement, parameters[0]) as found:
+            found.executemany(statement, parameters)
+
+
 def values_of(conn: Connection, queries: list[str]) -> list:
     """The single value of each one-value query, all read by one statement (one round trip)."""
     return list(rows(conn, "SELECT " + ", ".join(f"({query})" for query in queries))[0])

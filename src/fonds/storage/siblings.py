@@ -9,8 +9,9 @@ index entries (about 9 ms on SQLite); the bands make it a few hundred rows and e
 
 As with the record counts (fonds.storage.counts), triggers, not code in the write paths, so that
 appends, moves, shifts, renumbering, cascades and bulk SQL all keep the bands exact in their own
-transaction; installed at start, a node table getting them for the first time has its bands
-counted from its rows then. Top-level nodes (no parent) count under parent 0. On PostgreSQL the
+transaction (a bulk write on SQLite counts its own rows: fonds.storage.deferred_counts);
+installed at start, a node table getting them for the first time (or those of an earlier
+version) has its bands counted from its rows then. Top-level nodes (no parent) count under parent 0. On PostgreSQL the
 triggers are per statement, and one that changes bands takes the change log's append lock first
 (as the record counts do): writers never wait for each other's band rows in opposite orders."""
 
@@ -18,18 +19,19 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from fonds.storage import driver
 from fonds.storage.change_log import APPEND_LOCK_KEY
 from fonds.storage.db import Database
-from fonds.storage.triggers import has_trigger
+from fonds.storage.triggers import NOT_DEFERRED, has_trigger, triggers_named
 
 # A band is `position >> SHIFT` (a floor, negative positions included, on both databases).
 SHIFT = 18
-VERSION = 1
+VERSION = 2
 # Serialises installation when several workers start at once.
 INSTALL_LOCK_KEY = 7_420_017
 
 _SQLITE = [
-    """CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" WHEN NEW.position IS NOT NULL BEGIN
+    """CREATE TRIGGER "{name}_ins" AFTER INSERT ON "{table}" WHEN NEW.position IS NOT NULL AND {deferred} BEGIN
   INSERT INTO sibling_bucket (node_type, root_id, parent_id, bucket, n)
   VALUES ('{table}', COALESCE(NEW.{root}, 0), COALESCE(NEW.parent_id, 0), NEW.position >> {shift}, 1)
   ON CONFLICT (node_type, root_id, parent_id, bucket) DO UPDATE SET n = n + 1;
@@ -127,11 +129,20 @@ def install(db: Database, roots: dict[str, str]) -> None:
 
 
 def _install_one(conn: Connection, table: str, root: str) -> None:
-    """Triggers for `table`, and its bands counted from its rows (writers kept out meanwhile)."""
+    """Triggers for `table` (those of earlier versions dropped), and its bands counted from its
+    rows (writers kept out meanwhile)."""
     postgres = conn.dialect.name == "postgresql"
-    values = dict(name=trigger_name(table), table=table, root=root, shift=SHIFT, lock=APPEND_LOCK_KEY)
+    values = dict(name=trigger_name(table), table=table, root=root, shift=SHIFT, lock=APPEND_LOCK_KEY, deferred=NOT_DEFERRED)
     if postgres:
         conn.exec_driver_sql(f'LOCK TABLE "{table}" IN SHARE ROW EXCLUSIVE MODE')
+    earlier = triggers_named(conn, table, "fonds_siblings_")
+    for old in earlier:
+        conn.exec_driver_sql(f'DROP TRIGGER IF EXISTS "{old}"' + (f' ON "{table}"' if postgres else ""))
+    if postgres:
+        for old in earlier:
+            if old.endswith("_ins"):  # its functions, once no trigger runs them
+                for step in ("added", "removed", "moved"):
+                    conn.exec_driver_sql(f'DROP FUNCTION IF EXISTS "{old[:-4]}_{step}"()')
         conn.exec_driver_sql(_PG_FUNCTIONS.format(**values))
     for template in _PG if postgres else _SQLITE:
         conn.exec_driver_sql(template.format(**values))
@@ -140,4 +151,20 @@ def _install_one(conn: Connection, table: str, root: str) -> None:
         f"INSERT INTO sibling_bucket (node_type, root_id, parent_id, bucket, n) "
         f"SELECT '{table}', COALESCE({root}, 0), COALESCE(parent_id, 0), position >> {SHIFT}, count(*) "
         f'FROM "{table}" WHERE position IS NOT NULL GROUP BY 2, 3, 4'
+    )
+
+
+def add(conn: Connection, table: str, nodes: list[tuple[int | None, int | None, int | None]]) -> None:
+    """SQLite: count nodes of `table` inserted uncounted (fonds.storage.deferred_counts), each
+    given as (root id, parent id, position): one upsert per band."""
+    bands: dict[tuple[int, int, int], int] = {}
+    for root_id, parent_id, position in nodes:
+        if position is not None:
+            key = (root_id or 0, parent_id or 0, position >> SHIFT)
+            bands[key] = bands.get(key, 0) + 1
+    driver.execute_many(
+        conn,
+        "INSERT INTO sibling_bucket (node_type, root_id, parent_id, bucket, n) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (node_type, root_id, parent_id, bucket) DO UPDATE SET n = n + excluded.n",
+        [(table, *key, n) for key, n in bands.items()],
     )

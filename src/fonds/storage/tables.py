@@ -182,6 +182,14 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         # Clustered on its key: a list's bands are read in one range, with their counts.
         sqlite_with_rowid=False,
     )
+    # SQLite: a row here, inside a write transaction, tells the insert triggers of record_bucket
+    # and sibling_bucket that the transaction counts the rows it is inserting itself, grouped
+    # (fonds.storage.deferred_counts). Deleted before they are counted: never committed.
+    Table(
+        "counting_deferred",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+    )
     # Failed logins per username and per client address, where every worker sees them.
     Table(
         "login_throttle",
