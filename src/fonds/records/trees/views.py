@@ -44,6 +44,11 @@ class LargeTree:
     def table(self):
         return self.conn.info["fonds_tables"][self.spec.node]
 
+    @property
+    def _from(self) -> str:
+        """The node table as the statements run through the driver name it (quoted, as storage does)."""
+        return self.conn.dialect.identifier_preparer.quote(self.spec.node)
+
     def siblings(self, parent_id: int | None) -> Siblings:
         return Siblings(self.table, self.spec.root_column, self.root.id, parent_id)
 
@@ -63,11 +68,11 @@ class LargeTree:
 
     def count_children(self, parent_id: int | None) -> int:
         where, parameters = self._siblings_sql(parent_id)
-        return driver.scalar(self.conn, f"SELECT count(*) FROM {self.spec.node} WHERE {where}", parameters)
+        return driver.scalar(self.conn, f"SELECT count(*) FROM {self._from} WHERE {where}", parameters)
 
     def child_counts(self, parent_ids: list[int]) -> dict[int, int]:
         # By parent alone, from the index of sibling lists: a node's children are of its tree.
-        head = f"SELECT parent_id, count(*) FROM {self.spec.node} WHERE " + ("publish IS TRUE AND " if self.published_only else "")
+        head = f"SELECT parent_id, count(*) FROM {self._from} WHERE " + ("publish IS TRUE AND " if self.published_only else "")
         counts: dict[int, int] = {}
         for statement, parameters in store.where_in(self.conn, self.table, head, {}, "parent_id", parent_ids, " GROUP BY parent_id"):
             counts.update(driver.rows(self.conn, statement, parameters))
@@ -96,7 +101,7 @@ class LargeTree:
     def waypoint(self, parent_id: int | None, offset: int) -> list[dict]:
         where, parameters = self._siblings_sql(parent_id)
         mark = store.placeholder(self.conn, self.table, "position")
-        statement = f"SELECT id, repo_id, json FROM {self.spec.node} WHERE {where} ORDER BY position, id LIMIT {mark} OFFSET {mark}"
+        statement = f"SELECT id, repo_id, json FROM {self._from} WHERE {where} ORDER BY position, id LIMIT {mark} OFFSET {mark}"
         rows = [_Entry(*row) for row in driver.rows(self.conn, statement, (*parameters, WAYPOINT_SIZE, offset * WAYPOINT_SIZE))]
         counts = self.child_counts([row.id for row in rows])
         docs = [orjson.loads(row.json) for row in rows]
@@ -123,9 +128,7 @@ class LargeTree:
     def node_view(self, node) -> dict:
         doc = orjson.loads(node.json)
         where, parameters = self._siblings_sql(node.parent_id)
-        before = (
-            f"SELECT count(*) FROM {self.spec.node} WHERE {where} AND position < {store.placeholder(self.conn, self.table, 'position')}"
-        )
+        before = f"SELECT count(*) FROM {self._from} WHERE {where} AND position < {store.placeholder(self.conn, self.table, 'position')}"
         response = {
             **waypoint_counts(self.count_children(node.id)),
             "title": doc.get("display_string"),
