@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select, update
 
+from fonds.storage import records as store
 from fonds.storage.chunks import is_in, select_any
 from fonds.storage.db import writers_take_turns
 
@@ -45,6 +46,16 @@ class Siblings:
             return table.c.parent_id == self.parent_id
         root = table.c[self.root_column]
         return and_(root.is_(None) if self.root_id is None else root == self.root_id, table.c.parent_id.is_(None))
+
+    def sql(self, conn) -> tuple[str, tuple]:
+        """`where` as SQL text and its parameters, for statements run through the driver (built
+        with SQLAlchemy, the tree views' cost more than SQLite spends answering them)."""
+        if self.parent_id is not None:
+            return f"parent_id = {store.placeholder(conn, self.table, 'parent_id')}", (self.parent_id,)
+        root = self.root_column
+        if self.root_id is None:
+            return f"{root} IS NULL AND parent_id IS NULL", ()
+        return f"{root} = {store.placeholder(conn, self.table, root)} AND parent_id IS NULL", (self.root_id,)
 
 
 def lock_siblings(conn, tables, spec, lists: list[Siblings]) -> None:

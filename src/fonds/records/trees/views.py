@@ -57,14 +57,10 @@ class LargeTree:
         return [self.table.c.publish.is_(True)] if self.published_only else []
 
     def _siblings_sql(self, parent_id: int | None) -> tuple[str, tuple]:
-        """(condition, parameters) of the sibling list under `parent_id`, as `Siblings.where`
-        (and `visible`) select it, for the statements a view runs through the driver: built
-        with SQLAlchemy, they cost more than SQLite spends answering them."""
-        published = " AND publish IS TRUE" if self.published_only else ""
-        if parent_id is not None:
-            return f"parent_id = {store.placeholder(self.conn, self.table, 'parent_id')}{published}", (parent_id,)
-        root = self.spec.root_column
-        return f"{root} = {store.placeholder(self.conn, self.table, root)} AND parent_id IS NULL{published}", (self.root.id,)
+        """(condition, parameters) of the sibling list under `parent_id`, as `siblings(…).where`
+        and `visible` select it, for the statements a view runs through the driver."""
+        condition, parameters = self.siblings(parent_id).sql(self.conn)
+        return condition + (" AND publish IS TRUE" if self.published_only else ""), parameters
 
     def count_children(self, parent_id: int | None) -> int:
         where, parameters = self._siblings_sql(parent_id)
