@@ -63,7 +63,8 @@ def open_services(settings: Settings) -> AppServices:
     migrate.upgrade(db)
     counts.install(db, [record_type.name for record_type in REGISTRY])
     siblings.install(db, {t.name: t.tree.root_column for t in REGISTRY if t.is_tree_node})
-    writer = functools.partial(import_writer, settings) if sqlite_file(db.url) is not None else None
+    # A database in memory is this process's alone: no other process can write to it.
+    writer = functools.partial(import_writer, settings) if db.kind == "postgresql" or sqlite_file(db.url) is not None else None
     records = RecordService(db, REGISTRY, settings, registry_source=REGISTRY_SOURCE, import_writer=writer)
     bootstrap(records)
     lists = Enumerations(db, records.list_usage)
@@ -85,10 +86,9 @@ REGISTRY_SOURCE = "fonds.model:REGISTRY"
 
 
 def import_writer(settings: Settings) -> RecordService:
-    """The record service of a process writing large imports (`ImportValidation`): on SQLite the
-    imports of a bulk load are written by two such processes in turn, the server passing bodies
-    and answers. (On PostgreSQL the server writes them: that target is met, and its writes do not
-    wait for one another.) Its allocator keeps glibc's own thresholds, not the server's
+    """The record service of a process writing large imports (`ImportValidation`): the imports of
+    a bulk load are written by two such processes (on SQLite in turn, on PostgreSQL side by
+    side), the server passing bodies and answers. Its allocator keeps glibc's own thresholds, not the server's
     (`allocator`): their point is the RSS of a process that runs for good, and one of these gives
     all its memory back when it stops, 10-20 s after a load."""
     return RecordService(

@@ -27,11 +27,12 @@ IN_THE_SERVER, VALIDATED_ELSEWHERE, WRITTEN_ELSEWHERE = "in the server", "in a p
 def validated(request, app):
     """Every test here runs three times: with the records validated and written in the server;
     validated in the process that validates large imports (records/import_validation.py) and
-    written in the server, as on PostgreSQL; and read, validated and written by the processes
-    writing large imports, as on SQLite. The processes are started before the test."""
+    written in the server, as with a database in memory; and read, validated and written by the
+    processes writing large imports, as on a SQLite file and on PostgreSQL. The processes are
+    started before the test."""
     validation = app.state.fonds.records.import_validation
     if request.param == WRITTEN_ELSEWHERE and validation.writer is None:
-        pytest.skip("imports are written by processes of their own on a SQLite file only")
+        pytest.skip("imports are written by processes of their own on a database file or server only")
     if request.param == VALIDATED_ELSEWHERE:
         validation.writer = None
     if request.param != IN_THE_SERVER:
@@ -438,7 +439,7 @@ def test_imports_large_enough_to_reserve_ids_ahead_refer_to_their_own_records_am
     assert [api.get(uri).json()["title"] for uri in created] == [f"Single {n}" for n in range(4)]
 
 
-def test_a_large_import_on_a_sqlite_file_is_written_by_a_process_writing_imports(api, repo, validated, monkeypatch):
+def test_a_large_import_is_written_by_a_process_writing_imports(api, repo, validated, monkeypatch):
     """The server's own write path is not used (made to fail here), nor its ids reserved ahead."""
     from fonds.records import imports
 

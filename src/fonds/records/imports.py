@@ -143,7 +143,7 @@ def import_batch(
 
     The write lock is held only for the write, and for the short transaction reserving the
     records' ids once they are validated: validation goes on while other writes do (another
-    import's included). On SQLite a large body is imported by a process writing imports, the
+    import's included). A large body is imported by a process writing imports (a SQLite file, PostgreSQL), the
     same way (`ImportValidation.import_body`)."""
     if isinstance(records, bytes) and progress is None:
         imported = _written_elsewhere(service, records, repo_id, actor, may_create)
