@@ -147,3 +147,22 @@ def test_creates_after_the_writer_thread_ended_idle_are_written(api, repo, monke
             futures = [pool.submit(api.post, path, json=_accession(10 * round_ + n)) for n in range(1 + round_ % 3)]
             assert [f.result(timeout=60).status_code for f in futures] == [200] * len(futures)
     assert len(api.get(path, params={"all_ids": "true"}).json()) == 1 + 2 + 3 + 1
+
+
+def test_creates_into_a_repository_gone_while_they_wait_are_refused_and_the_others_written(api, repo):
+    """The group's repositories are read with the generations: one gone meanwhile is found
+    missing, and its creates get the refusal each would have had alone."""
+    other = api.create_repository("GONE")
+
+    def remove_other(conn):
+        repositories = conn.info["fonds_tables"]["repository"]
+        conn.execute(delete(repositories).where(repositories.c.id == other))
+
+    posts = [(api, f"/repositories/{target}/accessions", _accession(n)) for n, target in enumerate([repo, other, repo, other])]
+    responses = _queued_together(api, posts, remove_other)
+    assert [r.status_code for r in responses][0::2] == [200, 200]
+    for refused in responses[1::2]:
+        assert 400 <= refused.status_code < 500, refused.text
+    if api.client.app.state.fonds.db.kind == "sqlite":
+        assert all("The Repository must exist" in r.text for r in responses[1::2]), [r.text for r in responses[1::2]]
+    assert len(api.get(f"/repositories/{repo}/accessions", params={"all_ids": "true"}).json()) == 2

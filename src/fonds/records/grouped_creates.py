@@ -73,15 +73,29 @@ class Precondition:
     expected: object
 
 
-def read_with_lists(conn, preconditions: list[Precondition], *, lists: bool = True) -> tuple[int | None, dict[str, object]]:
-    """The value lists' generation (None unless `lists`) and each precondition's value, read by
-    one statement: a write transaction checks both before it writes, and on PostgreSQL each
-    statement is a round trip."""
-    queries = list(dict.fromkeys(condition.query for condition in preconditions))
+def read_with_lists(
+    conn, preconditions: list[Precondition], *, lists: bool = True, also: tuple[str, ...] = ()
+) -> tuple[int | None, dict[str, object]]:
+    """The value lists' generation (None unless `lists`) and each precondition's value (and each
+    of the one-value queries `also`), read by one statement: a write transaction checks them all
+    before it writes, and on PostgreSQL each statement is a round trip."""
+    queries = list(dict.fromkeys([*(condition.query for condition in preconditions), *also]))
     if lists:
         queries.insert(0, value_lists.GENERATION_SQL)
     values = dict(zip(queries, driver.values_of(conn, queries))) if queries else {}
     return values.pop(value_lists.GENERATION_SQL, None), values
+
+
+def _repositories_counted(conn, group: list[PendingCreate]) -> tuple[frozenset[int], str | None]:
+    """The repositories of the group's creates, and a query counting those of them that exist
+    (None: the group has none), to be read with the lists' generation: one statement less a
+    group than each batch reading them."""
+    repositories = frozenset(p.repo_id for p in group if p.record_type.repo_scoped and p.repo_id is not None)
+    if not repositories:
+        return repositories, None
+    table = conn.dialect.identifier_preparer.quote(conn.info["fonds_tables"]["repository"].name)
+    listed = ", ".join(str(int(repo_id)) for repo_id in sorted(repositories))
+    return repositories, f"SELECT count(*) FROM {table} WHERE id IN ({listed})"
 
 
 @dataclass(eq=False)
@@ -234,7 +248,12 @@ class GroupedCreates:
 
     def _write(self, conn, group: list[PendingCreate]) -> list[tuple[PendingCreate, dict]]:
         service = self.service
-        lists_generation, read = read_with_lists(conn, [p.precondition for p in group if p.precondition is not None])
+        repositories, counted = _repositories_counted(conn, group)
+        preconditions = [p.precondition for p in group if p.precondition is not None]
+        lists_generation, read = read_with_lists(conn, preconditions, also=(counted,) if counted else ())
+        # Every repository of the group exists: the batches need not read them again. Else they
+        # read them, and refuse the creates whose repository is gone with their own errors.
+        existing = repositories if counted and read[counted] == len(repositories) else None
         group[:] = self._preconditions_held(group, read)
         if not service.value_lists.matches(lists_generation):
             if len(group) > 1:
@@ -248,7 +267,7 @@ class GroupedCreates:
         results: list[tuple[PendingCreate, dict]] = []
         for actor, members in by_actor.items():
             items = [NewRecord(p.record_type, p.clean, p.warnings, p.repo_id, options=p.options) for p in members]
-            results += zip(members, Batch(service, conn, actor).create(items))
+            results += zip(members, Batch(service, conn, actor).create(items, repositories=existing))
         return results
 
     def _preconditions_held(self, group: list[PendingCreate], read: dict[str, object]) -> list[PendingCreate]:
