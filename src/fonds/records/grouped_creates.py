@@ -253,7 +253,7 @@ class GroupedCreates:
         lists_generation, read = read_with_lists(conn, preconditions, also=(counted,) if counted else ())
         # Every repository of the group exists: the batches need not read them again. Else they
         # read them, and refuse the creates whose repository is gone with their own errors.
-        existing = repositories if counted and read[counted] == len(repositories) else None
+        existing = repositories if counted and read[counted] == len(repositories) else frozenset()
         group[:] = self._preconditions_held(group, read)
         if not service.value_lists.matches(lists_generation):
             if len(group) > 1:

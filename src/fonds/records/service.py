@@ -210,13 +210,11 @@ class RecordService:
         actor: Actor,
         options: dict | None = None,
         record_id: int | None = None,
-        repository_checked: bool = False,
     ) -> dict:
         """Create in the caller's transaction (a batch of one, records/writes.py); `record_id` only
-        for records the system keeps at a fixed id; `repository_checked`: the caller checked the
-        repository in this transaction."""
+        for records the system keeps at a fixed id."""
         item = NewRecord(record_type, doc, warnings, repo_id, options=options or {}, record_id=record_id, fixed=record_id is not None)
-        return Batch(self, conn, actor).create([item], repository_checked=repository_checked)[0]
+        return Batch(self, conn, actor).create([item])[0]
 
     def update(
         self,

@@ -112,8 +112,7 @@ class Batch:
         self,
         items: list[NewRecord],
         *,
-        repository_checked: bool = False,
-        repositories: frozenset[int] | None = None,
+        repositories: frozenset[int] = frozenset(),
         progress: Callable[[int], None] | None = None,
         keep: list | None = None,
         planned_refs: refs.PlannedRefs | None = None,
@@ -124,8 +123,7 @@ class Batch:
         written (their rows), to free them when the caller chooses. `planned_refs`:
         `plan_refs(items)`, when the caller worked it out before the transaction (ids given).
         `repositories`: ids of repositories the caller read to exist in this transaction."""
-        if not repository_checked:
-            self._check_repositories(items, repositories)
+        self._check_repositories(items, repositories)
         self._allocate_missing(items)
         uris = [item.uri or item.record_type.uri(item.record_id, item.repo_id) for item in items]
         planned = planned_refs or plan_refs(self.service, items)
@@ -174,15 +172,14 @@ class Batch:
                 placement.prepare_new_nodes(self, record_type.tree, docs)
             record_type.hooks.prepare_batch(self, docs)
 
-    def _check_repositories(self, items: list[NewRecord], found: frozenset[int] | None = None) -> None:
+    def _check_repositories(self, items: list[NewRecord], found: frozenset[int]) -> None:
         """Refuse items in a repository that does not exist (`found`: some that do, read already)."""
         scoped = [item for item in items if item.record_type.repo_scoped]
         if not scoped:
             return
-        wanted = sorted({item.repo_id for item in scoped if item.repo_id is not None} - (found or frozenset()))
+        wanted = sorted({item.repo_id for item in scoped if item.repo_id is not None} - found)
         if wanted:
-            taken = store.taken(self.conn, self.tables["repository"], ("id",), [(i,) for i in wanted])
-            found = (found or frozenset()) | {repo_id for (repo_id,) in taken}
+            found = found | {repo_id for (repo_id,) in store.taken(self.conn, self.tables["repository"], ("id",), [(i,) for i in wanted])}
         for item in scoped:
             if item.repo_id not in found:
                 raise BadRequest({"repo_id": ["Failed validation -- The Repository must exist"]})

@@ -7,10 +7,10 @@ row (its block, its repository's total, its sibling band: three upserts) took 12
 ~20 µs its insert took (100,000 rows inserted 256 a statement), all under the one write lock.
 So a write of many rows of a table inserts them while counting_deferred holds a row, which the
 insert triggers' WHEN clause looks for (they still start for each row, to test it: about half
-their cost, docs/operations.md), then adds them up:
-one upsert per block, total and band. The row is deleted before the counts are added, in the
-same transaction, and never committed: no other connection sees it (SQLite has one writer at a
-time). PostgreSQL's triggers count each statement's rows grouped already: nothing to defer."""
+their cost, docs/operations.md), then adds them up: one upsert per block, total and band. The
+row is deleted before the counts are added, in the same transaction, and never committed: no
+other connection sees it (SQLite has one writer at a time). PostgreSQL's triggers count each
+statement's rows grouped already: nothing to defer."""
 
 from __future__ import annotations
 
