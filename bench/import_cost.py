@@ -34,8 +34,8 @@ from types import SimpleNamespace
 
 from bench.generate import BIG_TREE_SHARE, Archive, plan
 from bench.load import chunked, refs_replaced
+from fonds.import_writer import REGISTRY_SOURCE
 
-REGISTRY_SOURCE = "fonds.model:REGISTRY"
 REPOSITORY = {"jsonmodel_type": "repository", "repo_code": "COST", "name": "Import cost"}
 
 

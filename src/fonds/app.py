@@ -18,13 +18,14 @@ from fonds.api import batch, enumerations, groups, locations, lookups, openapi, 
 from fonds.api.access_log import AccessLog
 from fonds.api.crud import register_record_routes
 from fonds.api.deps import AppServices, session_gone_response
+from fonds.api.errors import install_error_handlers
 from fonds.api.fastlane import FastLane
 from fonds.api.middleware import CACHE_CONTROL, CatchAll, RefuseNul
 from fonds.auth.passwords import HashingGate
 from fonds.auth.sessions import SessionCache
 from fonds.bootstrap import bootstrap
 from fonds.config import Settings, load_settings
-from fonds.errors import install_error_handlers
+from fonds.import_writer import REGISTRY_SOURCE, import_writer
 from fonds.model import REGISTRY, database_metadata
 from fonds.records.enumerations import Enumerations
 from fonds.records.service import RecordService
@@ -79,20 +80,6 @@ def open_services(settings: Settings) -> AppServices:
         sessions=SessionCache(),
         hashing=HashingGate(),
         quick=QuickReads(db.url),
-    )
-
-
-REGISTRY_SOURCE = "fonds.model:REGISTRY"
-
-
-def import_writer(settings: Settings) -> RecordService:
-    """The record service of a process writing large imports (`ImportValidation`): the imports of
-    a bulk load are written by two such processes (on SQLite in turn, on PostgreSQL side by
-    side), the server passing bodies and answers. Its allocator keeps glibc's own thresholds, not the server's
-    (`allocator`): their point is the RSS of a process that runs for good, and one of these gives
-    all its memory back when it stops, 10-20 s after a load."""
-    return RecordService(
-        Database(settings.effective_database_url, database_metadata()), REGISTRY, settings, registry_source=REGISTRY_SOURCE
     )
 
 

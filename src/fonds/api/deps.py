@@ -13,11 +13,12 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fonds.api.errors import json_error
 from fonds.auth.passwords import HashingGate
 from fonds.auth.permissions import has_permission
 from fonds.auth.sessions import SessionCache, SessionUser, resolve_session
 from fonds.config import Settings
-from fonds.errors import BadRequest, Denied, ServiceBusy, SessionGone, TooLarge, json_error
+from fonds.errors import BadRequest, Denied, ServiceBusy, SessionGone, TooLarge
 from fonds.records.enumerations import Enumerations
 from fonds.records.registry import Registry
 from fonds.records.service import Actor, RecordService

@@ -11,7 +11,7 @@ from sqlalchemy.exc import DBAPIError, StatementError
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fonds.errors import json_error
+from fonds.api.errors import json_error
 
 log = logging.getLogger("fonds.errors")
 MAX_LOGGED_MESSAGE = 300
