@@ -2,7 +2,8 @@
 have had alone: their own record, their own refusal, their own session check.
 
 On SQLite the test holds the database's write lock while the creates queue, so that they are
-written as one group once it is released; on PostgreSQL the creates run concurrently as they come."""
+written as one group once it is released; on PostgreSQL it holds the change log, at which a first
+create's group waits while the others queue."""
 
 from __future__ import annotations
 
@@ -34,13 +35,26 @@ def _queued_together(api: Api, posts: list[tuple[Api, str, dict]], in_held_trans
     clients = [Api(new_client(api.client.app), who.token) for who, _, _ in posts]
     for client in clients:
         client.client.headers["X-ArchivesSpace-Session"] = client.token
-    with ThreadPoolExecutor(len(posts)) as pool:
+    queued = threading.Event()
+    with ThreadPoolExecutor(len(posts) + 1) as pool:
         if services.db.kind != "sqlite":
             if in_held_transaction is not None:
                 with services.db.write() as conn:
                     in_held_transaction(conn)
-            return list(pool.map(lambda i: clients[i].post(posts[i][1], json=posts[i][2]), range(len(posts))))
-        queued = threading.Event()
+            # A first create's group is held at its last statement (its change-log row) while
+            # the others queue: they are written as one group once it is let go.
+            with services.db.write() as conn:
+                conn.exec_driver_sql("LOCK TABLE change_log IN SHARE ROW EXCLUSIVE MODE")
+                blocker = pool.submit(api.post, "/subjects", json=_subject(-1))
+                while (not grouped._leading or grouped.waiting) and not blocker.done():
+                    queued.wait(0.01)
+                futures = [pool.submit(clients[i].post, path, json=body) for i, (_, path, body) in enumerate(posts)]
+                # (A create whose session is not cached yet reads it first, which may wait too.)
+                deadline = time.monotonic() + 5
+                while grouped.waiting < len(posts) and not any(f.done() for f in futures) and time.monotonic() < deadline:
+                    queued.wait(0.01)
+            assert blocker.result().status_code == 200, blocker.result().text
+            return [future.result() for future in futures]
         with services.db.write() as conn:
             futures = [pool.submit(clients[i].post, path, json=body) for i, (_, path, body) in enumerate(posts)]
             # The first to queue leads and waits for this transaction; the others wait for it.
@@ -62,6 +76,31 @@ def test_creates_queued_together_each_get_their_own_record(api, repo):
         assert body["status"] == "Created" and body["uri"] == f"{path}/{body['id']}" and body["lock_version"] == 0
         record = api.get(body["uri"]).json()
         assert (record["title"], record["id_0"], record["created_by"]) == (f"Grouped {n}", f"G{n}", "admin")
+
+
+def test_creates_of_two_types_in_one_group_each_get_an_id_of_their_own_type(api, repo):
+    """A group allocates the ids of each of its types (on PostgreSQL read with the generations)."""
+    accessions = f"/repositories/{repo}/accessions"
+    posts = [(api, accessions, _accession(n)) if n % 2 else (api, "/subjects", _subject(n)) for n in range(GROUP)]
+    responses = _queued_together(api, posts)
+    assert [r.status_code for r in responses] == [200] * GROUP, [r.text for r in responses]
+    created = [r.json() for r in responses]
+    records = [api.get(body["uri"]).json() for body in created]
+    for n, (body, record) in enumerate(zip(created, records)):
+        assert body["uri"] == record["uri"] == (f"{accessions}/{body['id']}" if n % 2 else f"/subjects/{body['id']}")
+    # One batch wrote them all (one writer): a group that failed would have written each alone.
+    assert len({record["create_time"] for record in records}) == 1
+    # Each type's ids came from its own sequence: the next create of each is given a later one.
+    after = [api.post("/subjects", json=_subject(GROUP)), api.post(accessions, json=_accession(GROUP))]
+    for kind, response in enumerate(after):
+        assert response.status_code == 200, response.text
+        ids = [body["id"] for n, body in enumerate(created) if n % 2 == kind]
+        assert len(set(ids)) == len(ids) and response.json()["id"] > max(ids)
+
+
+def _subject(n: int) -> dict:
+    term = {"jsonmodel_type": "term", "term": f"Grouped term {n}", "term_type": "topical", "vocabulary": "/vocabularies/1"}
+    return {"jsonmodel_type": "subject", "source": "local", "vocabulary": "/vocabularies/1", "terms": [term]}
 
 
 def test_a_clash_inside_a_group_refuses_one_create_only(api, repo):
