@@ -79,7 +79,7 @@ def test_creates_queued_together_each_get_their_own_record(api, repo):
 
 
 def test_creates_of_two_types_in_one_group_each_get_an_id_of_their_own_type(api, repo):
-    """A group allocates the ids of each of its types (on PostgreSQL read with the generations)."""
+    """A group allocates the ids of each of its types, each from its own sequence."""
     accessions = f"/repositories/{repo}/accessions"
     posts = [(api, accessions, _accession(n)) if n % 2 else (api, "/subjects", _subject(n)) for n in range(GROUP)]
     responses = _queued_together(api, posts)
@@ -96,6 +96,18 @@ def test_creates_of_two_types_in_one_group_each_get_an_id_of_their_own_type(api,
         assert response.status_code == 200, response.text
         ids = [body["id"] for n, body in enumerate(created) if n % 2 == kind]
         assert len(set(ids)) == len(ids) and response.json()["id"] > max(ids)
+
+
+def test_a_create_refused_by_a_changed_auth_generation_takes_no_id(api, repo):
+    """The create of a session cached before the auth generation moved is refused in the write
+    and retried: it takes the next id, none is skipped."""
+    path = f"/repositories/{repo}/accessions"
+    first = api.create(path, _accession(0))["id"]
+    services = api.client.app.state.fonds
+    with services.db.write() as conn:
+        generation.bump(conn)  # as a permission change does, after the session was cached
+    second = api.create(path, _accession(1))["id"]
+    assert second == first + 1
 
 
 def _subject(n: int) -> dict:

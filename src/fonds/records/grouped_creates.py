@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -39,7 +38,6 @@ from fonds.errors import FondsError
 from fonds.records import value_lists
 from fonds.records.writes import Batch, NewRecord
 from fonds.storage import driver
-from fonds.storage import records as store
 
 if TYPE_CHECKING:
     from fonds.records.registry import RecordType
@@ -98,23 +96,6 @@ def _repositories_counted(conn, group: list[PendingCreate]) -> tuple[frozenset[i
     table = conn.dialect.identifier_preparer.quote(conn.info["fonds_tables"]["repository"].name)
     listed = ", ".join(str(int(repo_id)) for repo_id in sorted(repositories))
     return repositories, f"SELECT count(*) FROM {table} WHERE id IN ({listed})"
-
-
-def _ids_queried(conn, group: list[PendingCreate]) -> dict[str, str]:
-    """For each record type of the group, a query allocating its creates' ids, to be read with
-    the lists' generation (on PostgreSQL: one round trip less a group, of 7); none on SQLite
-    (`store.ids_query`). Ids of creates not written in the end are skipped, as a rolled back
-    insert's are."""
-    counts = Counter(p.record_type.name for p in group)
-    tables = conn.info["fonds_tables"]
-    queries = {name: store.ids_query(conn, tables[name], count) for name, count in counts.items()}
-    return {name: query for name, query in queries.items() if query is not None}
-
-
-def _next_id(ids: dict[str, list[int]], name: str) -> int | None:
-    """The next id allocated for a create of type `name` (None: the batch allocates it)."""
-    allocated = ids.get(name)
-    return allocated.pop(0) if allocated else None
 
 
 @dataclass(eq=False)
@@ -268,11 +249,8 @@ class GroupedCreates:
     def _write(self, conn, group: list[PendingCreate]) -> list[tuple[PendingCreate, dict]]:
         service = self.service
         repositories, counted = _repositories_counted(conn, group)
-        id_queries = _ids_queried(conn, group)
         preconditions = [p.precondition for p in group if p.precondition is not None]
-        also = ((counted,) if counted else ()) + tuple(id_queries.values())
-        lists_generation, read = read_with_lists(conn, preconditions, also=also)
-        ids = {name: sorted(read[query]) for name, query in id_queries.items()}
+        lists_generation, read = read_with_lists(conn, preconditions, also=(counted,) if counted else ())
         # Every repository of the group exists: the batches need not read them again. Else they
         # read them, and refuse the creates whose repository is gone with their own errors.
         existing = repositories if counted and read[counted] == len(repositories) else frozenset()
@@ -288,10 +266,7 @@ class GroupedCreates:
             by_actor.setdefault(pending.actor, []).append(pending)
         results: list[tuple[PendingCreate, dict]] = []
         for actor, members in by_actor.items():
-            items = [
-                NewRecord(p.record_type, p.clean, p.warnings, p.repo_id, options=p.options, record_id=_next_id(ids, p.record_type.name))
-                for p in members
-            ]
+            items = [NewRecord(p.record_type, p.clean, p.warnings, p.repo_id, options=p.options) for p in members]
             results += zip(members, Batch(service, conn, actor).create(items, repositories=existing))
         return results
 

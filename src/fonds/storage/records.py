@@ -46,17 +46,6 @@ def allocate_ids(conn: Connection, table: Table, count: int) -> list[int]:
     return list(range(last + 1, last + 1 + count))
 
 
-def ids_query(conn: Connection, table: Table, count: int) -> str | None:
-    """PostgreSQL: a one-value query giving `count` fresh ids for new rows of `table`, as
-    `allocate_ids` takes them, in an array (in no order), for a statement reading other values
-    too (`driver.values_of`): one round trip less than reading them alone. SQLite: None, as it
-    allocates from what the write transaction holds already, with no round trip."""
-    if conn.dialect.name != "postgresql" or count <= 0:
-        return None
-    name = conn.dialect.identifier_preparer.quote(table.name)
-    return f"SELECT array_agg(nextval(pg_get_serial_sequence('{name}', 'id'))) FROM generate_series(1, {int(count)})"
-
-
 def reserve_ids(conn: Connection, table: Table, count: int) -> list[int]:
     """`allocate_ids`, for rows written by a later transaction: once this one commits, no other
     writer is handed these ids (SQLite: AUTOINCREMENT's counter is moved past them; PostgreSQL's
