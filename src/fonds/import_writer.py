@@ -19,9 +19,9 @@ REGISTRY_SOURCE = "fonds.model:REGISTRY"
 
 
 def import_writer(settings: Settings) -> RecordService:
-    """Its allocator keeps glibc's own thresholds, not the server's (`allocator`): their point
-    is the RSS of a process that runs for good, and one of these gives all its memory back when
-    it stops, 10-20 s after a load."""
+    """The record service of such a process. Its allocator keeps glibc's own thresholds, not the
+    server's (`allocator`): their point is the RSS of a process that runs for good, and one of
+    these gives all its memory back when it stops, 10-20 s after a load."""
     return RecordService(
         Database(settings.effective_database_url, database_metadata()), REGISTRY, settings, registry_source=REGISTRY_SOURCE
     )

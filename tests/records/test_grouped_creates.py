@@ -49,7 +49,8 @@ def _queued_together(api: Api, posts: list[tuple[Api, str, dict]], in_held_trans
                 while (not grouped._leading or grouped.waiting) and not blocker.done():
                     queued.wait(0.01)
                 futures = [pool.submit(clients[i].post, path, json=body) for i, (_, path, body) in enumerate(posts)]
-                # (A create whose session is not cached yet reads it first, which may wait too.)
+                # Bounded: in a run's first test not every create was seen queued here (the group
+                # then holds fewer), and the test must not wait for ever.
                 deadline = time.monotonic() + 5
                 while grouped.waiting < len(posts) and not any(f.done() for f in futures) and time.monotonic() < deadline:
                     queued.wait(0.01)
