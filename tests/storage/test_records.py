@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 from sqlalchemy import select
 
+from fonds.storage import links as link_table
 from fonds.storage import records as store
 
 
@@ -43,7 +44,7 @@ def test_rows_past_the_connections_parameter_limit_go_in_smaller_statements(app)
     links = [("accession", 900 + n, ("subjects/*", f"subjects/{n}", "subject", n + 1)) for n in range(101)]
     with db.write() as conn:
         conn.connection.dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 50)  # 8 rows of 6 columns
-        store.insert_links(conn, conn.info["fonds_tables"], links)
+        link_table.insert_links(conn, conn.info["fonds_tables"], links)
         found = conn.exec_driver_sql("SELECT source_id, path, target_id FROM record_link WHERE source_type = 'accession' ORDER BY id").all()
     assert [tuple(row) for row in found] == [(900 + n, f"subjects/{n}", n + 1) for n in range(101)]
 
@@ -71,7 +72,7 @@ def test_rows_read_through_the_driver_hold_what_sqlalchemy_reads(app, api, repo)
             (expected.json, expected.id)
         ]
         subject_id = subject.json()["id"]
-        linked = store.links_to(conn, tables, [("subject", subject_id), ("accession", accession["id"])])
+        linked = link_table.links_to(conn, [("subject", subject_id), ("accession", accession["id"])])
         assert [tuple(row) for row in linked] == [
             tuple(row) for row in conn.execute(select(links).where(links.c.target_type == "subject", links.c.target_id == subject_id))
         ]

@@ -12,6 +12,7 @@ from fonds.errors import Conflict
 from fonds.records.refs import stored_links
 from fonds.records.rewrite import rewrite_records
 from fonds.storage import change_log
+from fonds.storage import links as link_table
 from fonds.storage import records as store
 from fonds.storage.chunks import is_in, select_any
 
@@ -31,7 +32,7 @@ def _cascade(conn, registry, start: Key) -> tuple[set[Key], list]:
                         table = tables[other.name]
                         found += [(other.name, i) for i in conn.execute(select(table.c.id).where(table.c.repo_id == record_id)).scalars()]
         found += _tree_nodes_taken(conn, registry, frontier)
-        level = store.links_to(conn, tables, frontier)
+        level = link_table.links_to(conn, frontier)
         links += level
         last: set[tuple[str, int, str]] = set()
         for link in level:
@@ -70,7 +71,7 @@ def _tree_nodes_taken(conn, registry, frontier: list[Key]) -> list[Key]:
 
 def _losing_their_last(conn, tables, candidates: set[tuple[str, int, str]], doomed: set[Key]) -> list[Key]:
     """The sources whose every ref at the field goes with `doomed` (`cascade_last`)."""
-    table = tables["record_link"]
+    table = link_table.readable(conn)
     going = []
     for source_type, source_id, field in sorted(candidates):
         statement = select(table.c.target_type, table.c.target_id).where(
@@ -142,11 +143,12 @@ def delete_record(conn, registry, record_type, row, *, now, username: str, find_
                 for r in rows
             ]
             change_log.append(conn, changes)
-        store.delete_rows(conn, tables, name, ids)
+        store.delete_rows(conn, tables[name], ids)
+        link_table.delete_links_of(conn, name, ids)
 
 
 def _rewrite_without(conn, record_type, record_id: int, paths: list[str], *, now, username: str, find_links) -> None:
     """Drop refs to deleted records from a surviving record; it changes, so its lock_version moves on."""
     [doc] = rewrite_records(conn, record_type, [record_id], now=now, username=username, edit=lambda doc: _remove_paths(doc, paths))
     links = stored_links(record_type, find_links(record_type, doc))
-    store.replace_links(conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=links)
+    link_table.replace_links(conn, conn.info["fonds_tables"], source_type=record_type.name, source_id=record_id, links=links)

@@ -31,6 +31,7 @@ from fonds.records.validation import check_structure, find_refs
 from fonds.records.value_lists import ListCache
 from fonds.records.writes import Batch, NewRecord
 from fonds.storage import change_log
+from fonds.storage import links as link_table
 from fonds.storage import records as store
 from fonds.storage.chunks import is_in, select_any
 from fonds.storage.db import Database
@@ -159,7 +160,7 @@ class RecordService:
             raise uniqueness.race_error(self.db, record_type, {**ctx.columns, "repo_id": ctx.repo_id}, ctx.record_id, refused) from refused
         if not stored:
             raise Conflict("The record you tried to update has been modified since you fetched it.")
-        store.replace_links(
+        link_table.replace_links(
             conn,
             tables,
             source_type=record_type.name,

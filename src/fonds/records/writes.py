@@ -31,6 +31,7 @@ from fonds.records.trees import placement
 from fonds.records.types.repositories import GLOBAL_REPO_ID
 from fonds.records.validation import find_refs
 from fonds.storage import change_log, deferred_counts
+from fonds.storage import links as link_table
 from fonds.storage import records as store
 from fonds.storage.db import writers_take_turns
 
@@ -304,7 +305,7 @@ class Batch:
                 raise _unique_race(self.registry[name], members, error) from None
             if any(derived.item.fixed for derived in members):
                 store.advance_sequence(self.conn, table)
-        store.insert_links(
+        link_table.insert_links(
             self.conn,
             self.tables,
             [(d.item.record_type.name, d.item.record_id, link) for d in pending for link in refs.stored_links(d.item.record_type, d.links)],

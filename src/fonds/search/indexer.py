@@ -23,7 +23,7 @@ from fonds.search.documents import LinkedTitles, load_records, result_fields, to
 from fonds.search.fields import STORED_DOCUMENT
 from fonds.search.index import IndexDirectory, IndexUnavailable, WriterLock
 from fonds.storage import change_log
-from fonds.storage import records as store
+from fonds.storage import links as link_table
 from fonds.storage.db import Database, leave_pool
 
 log = logging.getLogger("fonds.search")
@@ -97,7 +97,7 @@ class DocumentBuilder:
     def _linking(self, conn, parsed: ParsedUri) -> list[str]:
         tables = conn.info["fonds_tables"]
         uris = []
-        for link in store.links_to(conn, tables, [(parsed.record_type.name, parsed.record_id)]):
+        for link in link_table.links_to(conn, [(parsed.record_type.name, parsed.record_id)]):
             source = self.registry[link.source_type]
             repo_id = None
             if source.repo_scoped:
@@ -260,6 +260,9 @@ class Indexer:
         rebuild is complete or it is complete sooner; returns how many were applied. `pause`:
         called between the batches of a rebuild a backlog brought (waits while imports run, as
         applying the backlog would)."""
+        # A bulk load's changes are mostly new records, whose links `dependents` reads by target:
+        # merged (storage/links.py), from the index by target rather than scanning them all.
+        link_table.merge_recent_of(self.db)
         with self.db.read() as conn:
             changes = change_log.read_after(conn, self.applied, BATCH)
             if not changes:

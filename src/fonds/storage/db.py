@@ -16,7 +16,7 @@ from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError, OperationalError
 
-from fonds.storage import driver
+from fonds.storage import driver, links
 from fonds.storage.checkpoints import Checkpoints
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -337,6 +337,7 @@ class Database:
     def _open_bulk(self) -> Connection:
         conn = self._kept_connection()  # its prepared statements and cache go when it is closed
         conn.connection.dbapi_connection.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+        conn.info[links.BULK] = True  # its links wait apart, to be merged in bulk
         if self.checkpoints is not None:
             self.checkpoints.take_over(conn.connection.dbapi_connection)
         self._bulk = conn

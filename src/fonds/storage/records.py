@@ -1,5 +1,5 @@
-"""Row-level operations shared by every record table: insert, rewrite, fetch, delete, the link
-table and the change log. Callers pass the open connection of their transaction."""
+"""Row-level operations shared by every record table: insert, rewrite, fetch, delete (the link
+table's: storage/links.py). Callers pass the open connection of their transaction."""
 
 from __future__ import annotations
 
@@ -376,7 +376,7 @@ def _fetch_sql(conn: Connection, table: Table, in_repository: bool, for_update: 
         statement += f" AND repo_id = {placeholder(conn, table, 'repo_id')}"
     if for_update and conn.dialect.name == "postgresql":
         statement += " FOR UPDATE"
-    return statement, _row_reader(conn, table, tuple(column.name for column in table.columns))
+    return statement, row_reader(conn, table, tuple(column.name for column in table.columns))
 
 
 def _bound(conn: Connection, table: Table, names: tuple[str, ...], values: tuple) -> tuple:
@@ -407,7 +407,7 @@ def _cast_placeholder(conn: Connection, table: Table, name: str, array: bool) ->
 
 
 @_once_per_table
-def _row_reader(conn: Connection, table: Table, names: tuple[str, ...]) -> Callable[[tuple], tuple]:
+def row_reader(conn: Connection, table: Table, names: tuple[str, ...]) -> Callable[[tuple], tuple]:
     """What turns a row of `table`'s columns `names`, as the driver gives it, into a `StoredRow`:
     each value converted as SQLAlchemy converts it (SQLite's datetimes are text, its booleans
     integers)."""
@@ -453,7 +453,7 @@ def fetch_many(conn: Connection, table: Table, ids: Iterable[int], columns=None)
     """The rows with these ids (all columns, or only `columns`) as `StoredRow`s, by id, in
     bounded statements, through the driver."""
     names = tuple(columns) if columns else tuple(column.name for column in table.columns)
-    read = _row_reader(conn, table, names)
+    read = row_reader(conn, table, names)
     quote = conn.dialect.identifier_preparer.quote
     head = f"SELECT {', '.join(map(quote, names))} FROM {quote(table.name)} WHERE "
     found: list[tuple] = []
@@ -480,49 +480,8 @@ def _duplicate_sql(conn: Connection, table: Table, names: tuple[str, ...]) -> st
     return f"SELECT id FROM {quote(table.name)} WHERE {equal} AND id != {placeholder(conn, table, 'id')} LIMIT 1"
 
 
-def replace_links(
-    conn: Connection, tables, *, source_type: str, source_id: int, links: list[tuple[str, str, str, int]], fresh: bool = False
-) -> None:
-    """Record the refs a record holds: (field pattern, concrete path, target type, target id).
-    `fresh`: the record was just created, so it holds no links yet."""
-    if not fresh:
-        table = tables["record_link"]
-        where = f"source_type = {placeholder(conn, table, 'source_type')} AND source_id = {placeholder(conn, table, 'source_id')}"
-        driver.execute(conn, f"DELETE FROM record_link WHERE {where}", (source_type, source_id))
-    insert_links(conn, tables, [(source_type, source_id, link) for link in links])
-
-
-LINK_COLUMNS = ("source_type", "source_id", "field", "path", "target_type", "target_id")
-
-
-def insert_links(conn: Connection, tables, links: list[tuple[str, int, tuple[str, str, str, int]]]) -> None:
-    """Record refs of many records: (source type, source id, (field pattern, path, target type, target id))."""
-    values = [(s, i, f, p, t, target) for s, i, (f, p, t, target) in links]
-    insert_values(conn, tables["record_link"], LINK_COLUMNS, values)
-
-
-def links_to(conn: Connection, tables, targets: Iterable[tuple[str, int]]) -> list[tuple]:
-    """Every link pointing at one of `targets` ((type, id) pairs), as `StoredRow`s."""
-    table = tables["record_link"]
-    by_type: dict[str, list[int]] = {}
-    for target_type, target_id in targets:
-        by_type.setdefault(target_type, []).append(target_id)
-    names = tuple(column.name for column in table.columns)
-    read = _row_reader(conn, table, names)
-    found: list[tuple] = []
-    for target_type, ids in by_type.items():
-        found += map(read, rows_where_in(conn, table, names, {"target_type": target_type}, "target_id", ids))
-    return found
-
-
-def delete_rows(conn: Connection, tables, record_type: str, ids: list[int]) -> None:
-    """Delete the rows `ids` of `record_type`'s table and the links from and to them."""
-    table, links = tables[record_type], tables["record_link"]
+def delete_rows(conn: Connection, table: Table, ids: list[int]) -> None:
+    """Delete the rows `ids` of `table` (their links: `links.delete_links_of`)."""
     quote = conn.dialect.identifier_preparer.quote
-    for target, equal, name in (
-        (table, {}, "id"),
-        (links, {"source_type": record_type}, "source_id"),
-        (links, {"target_type": record_type}, "target_id"),
-    ):
-        for statement, parameters in where_in(conn, target, f"DELETE FROM {quote(target.name)} WHERE ", equal, name, ids):
-            driver.execute(conn, statement, parameters)
+    for statement, parameters in where_in(conn, table, f"DELETE FROM {quote(table.name)} WHERE ", {}, "id", ids):
+        driver.execute(conn, statement, parameters)

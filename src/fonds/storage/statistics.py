@@ -13,7 +13,10 @@ bulk load in requests of 2,000 records, client waiting), and two loads never ana
 The thread first waits (`until_quiet`) until the loads stop coming: a bulk load is a stream of
 requests, and analysing a growing table after every tenth it grew by took 40 % of PostgreSQL's
 CPU during one (100,000 records), beside the load's own writes, for statistics the next
-analysis replaced."""
+analysis replaced.
+
+On SQLite that thread first merges the links the loads left apart (storage/links.py), any load,
+large or small: their statistics are gathered with the rest."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 
-from fonds.storage import counts
+from fonds.storage import counts, links
 
 log = logging.getLogger("fonds.storage")
 
@@ -69,6 +72,7 @@ def analyze(db, table_names: Iterable[str]) -> None:
     # The write lock first: a transaction that read before it writes fails at once when another
     # writer committed in between.
     with db.write() as conn:
+        links.merge_recent(conn)  # analysed with the links the load left apart
         conn.exec_driver_sql(f"PRAGMA analysis_limit={SQLITE_ANALYSIS_LIMIT}")
         for name in names:
             rows = _sqlite_rows(conn, name)
@@ -99,10 +103,14 @@ def after_bulk_load(
 ) -> None:
     """Analyse the tables a load of `count` records wrote to, if it was a bulk load: now, or
     (`background`) soon, in this process's analysing thread for `db`, once `until_quiet`
-    (which blocks until no other load is under way, or long enough) returns."""
-    if count < BULK_LOAD_RECORDS:
+    (which blocks until no other load is under way, or long enough) returns. On SQLite, the
+    links any load left apart are merged first (storage/links.py)."""
+    if count >= BULK_LOAD_RECORDS:
+        tables = [*record_types, "record_link", "change_log"]
+    elif db.kind == "sqlite":
+        tables = ["record_link"]  # analysed only if it grew enough since (`analyze`)
+    else:
         return
-    tables = [*record_types, "record_link", "change_log"]
     if background:
         _analyser(db).add(tables, until_quiet)
     else:

@@ -121,6 +121,20 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
         # With the sources: the links to a record are read in their sources' order from the index.
         Index("ix_record_link_target", "target_type", "target_id", "field", "source_type", "source_id"),
     )
+    # SQLite: links written by bulk writes, merged into record_link in bulk (storage/links.py);
+    # with no index by target, which made each import write a page of it for most of its links.
+    Table(
+        "record_link_recent",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("source_type", String(64), nullable=False),
+        Column("source_id", Integer, nullable=False),
+        Column("field", String(255), nullable=False),
+        Column("path", String(255), nullable=False),
+        Column("target_type", String(64), nullable=False),
+        Column("target_id", Integer, nullable=False),
+        Index("ix_record_link_recent_source", "source_type", "source_id"),
+    )
     Table(
         "session",
         metadata,

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import and_, bindparam, case, or_, select
+from sqlalchemy import and_, bindparam, case, or_, select, union_all
 
 from fonds.records.search_spec import unchanged_since_created
 from fonds.records.types.agents import LINK_FIELD, LINK_SAMPLE, NOT_ARCHIVAL
+from fonds.storage import links as link_table
 
 
 def linked_agent_dependents(conn, registry, old: dict | None, new: dict | None, indexed) -> list[str]:
@@ -78,34 +79,44 @@ def _addition_shows_nothing_new(conn, registry, agent: dict | None, record: dict
     params.update(source_type=source.record_type.name, source_id=source.record_id)
     # Whether each of the agent's links at the sample's last place and the one after it sorts
     # before the record (compared in SQL, as the sample is ordered).
-    edge = conn.execute(_sample_edge(conn.info["fonds_tables"]["record_link"]), params).scalars().all()
+    edge = conn.execute(_sample_edge(tuple(link_table.parts(conn))), params).scalars().all()
     # Outside the sample (its last link sorts before the record: all LINK_SAMPLE do), or the
     # sample is all of the agent's links (none after it) and already showed these.
     return (bool(edge) and bool(edge[0])) or (shown and len(edge) < 2)
 
 
-# Built once per table with bound parameters: the indexer runs it for every link a batch adds,
-# and building a statement cost more than running it.
-_SAMPLE_EDGE: dict[str, object] = {}
+# Built once per set of link tables with bound parameters: the indexer runs it for every link a
+# batch adds, and building a statement cost more than running it.
+_SAMPLE_EDGE: dict[tuple[str, ...], object] = {}
 
 
-def _sample_edge(links):
+def _sample_edge(parts):
     """Whether the agent's archival links at places LINK_SAMPLE and LINK_SAMPLE + 1 in (source
     type, source id) order, as `agents._linking_rows` orders its sample, sort before a record's:
-    read from `ix_record_link_target` alone."""
-    if links.name not in _SAMPLE_EDGE:
+    the first LINK_SAMPLE + 1 of each table holding links (`links.parts`), read from
+    `ix_record_link_target` alone in `record_link` (through a view of both, every link of the
+    agent would be read and sorted)."""
+    key = tuple(table.name for table in parts)
+    if key not in _SAMPLE_EDGE:
+        firsts = [_first_links(table).subquery() for table in parts]
+        rows = firsts[0] if len(firsts) == 1 else union_all(*(select(first) for first in firsts)).subquery()
         source_type, source_id = bindparam("source_type"), bindparam("source_id")
-        before = or_(links.c.source_type < source_type, and_(links.c.source_type == source_type, links.c.source_id < source_id))
-        _SAMPLE_EDGE[links.name] = (
-            select(case((before, 1), else_=0))
-            .where(
-                links.c.target_type == bindparam("target_type"),
-                links.c.target_id == bindparam("target_id"),
-                links.c.field == LINK_FIELD,
-                *(links.c.source_type != name for name in NOT_ARCHIVAL),
-            )
-            .order_by(links.c.source_type, links.c.source_id)
-            .limit(2)
-            .offset(LINK_SAMPLE - 1)
+        before = or_(rows.c.source_type < source_type, and_(rows.c.source_type == source_type, rows.c.source_id < source_id))
+        _SAMPLE_EDGE[key] = (
+            select(case((before, 1), else_=0)).order_by(rows.c.source_type, rows.c.source_id).limit(2).offset(LINK_SAMPLE - 1)
         )
-    return _SAMPLE_EDGE[links.name]
+    return _SAMPLE_EDGE[key]
+
+
+def _first_links(links):
+    return (
+        select(links.c.source_type, links.c.source_id)
+        .where(
+            links.c.target_type == bindparam("target_type"),
+            links.c.target_id == bindparam("target_id"),
+            links.c.field == LINK_FIELD,
+            *(links.c.source_type != name for name in NOT_ARCHIVAL),
+        )
+        .order_by(links.c.source_type, links.c.source_id)
+        .limit(LINK_SAMPLE + 1)
+    )

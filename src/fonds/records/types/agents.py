@@ -18,6 +18,7 @@ from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, Scope, UniqueKey, text_column
 from fonds.records.search_spec import DocumentField, SearchSpec
 from fonds.records.types import agent_names
+from fonds.storage import links as link_table
 from fonds.storage.chunks import is_in, select_any
 
 AGENT_TYPE_NAMES = ("agent_person", "agent_corporate_entity", "agent_family", "agent_software")
@@ -111,7 +112,7 @@ class AgentHooks(Hooks):
 
 def _linking_rows(conn, agent_type: str, ids: list[int]):
     """(agent id, source type, source id, path) of at most LINK_SAMPLE archival records per agent."""
-    links = conn.info["fonds_tables"]["record_link"]
+    links = link_table.readable(conn)
     number = func.row_number().over(partition_by=links.c.target_id, order_by=(links.c.source_type, links.c.source_id)).label("n")
     inner = (
         select(links.c.target_id, links.c.source_type, links.c.source_id, links.c.path, number)
@@ -131,7 +132,7 @@ def _linking_rows(conn, agent_type: str, ids: list[int]):
 def _repositories(conn, agent_type: str, ids: list[int], source_types: set[str]) -> dict[int, set[int]]:
     """Every repository whose records link each agent (distinct, so bounded by the repositories)."""
     tables = conn.info["fonds_tables"]
-    links = tables["record_link"]
+    links = link_table.readable(conn)
     found: dict[int, set[int]] = defaultdict(set)
     for source_type in source_types:
         table = tables[source_type]
@@ -147,7 +148,7 @@ def _repositories(conn, agent_type: str, ids: list[int], source_types: set[str])
 
 
 def _source_types(conn, agent_type: str, ids: list[int]) -> set[str]:
-    links = conn.info["fonds_tables"]["record_link"]
+    links = link_table.readable(conn)
     statement = (
         select(links.c.source_type)
         .distinct()

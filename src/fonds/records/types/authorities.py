@@ -12,6 +12,7 @@ from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RefRule, RequiredOneOf, Scope, UniqueKey, id_column, text_column
 from fonds.records.search_spec import DocumentField, SearchSpec, copied
 from fonds.storage import change_log
+from fonds.storage import links as link_table
 from fonds.storage import records as store
 from fonds.storage.chunks import is_in, select_any
 
@@ -136,7 +137,7 @@ def _store_terms(conn, registry, terms: list[tuple[int, tuple, dict]], actor: st
         changes.append({"record_type": "term", "record_id": term_id, "repo_id": None, "uri": uri, "op": "created", "at": now})
     tables = conn.info["fonds_tables"]
     store.insert_rows(conn, tables["term"], rows)
-    store.insert_links(conn, tables, links)
+    link_table.insert_links(conn, tables, links)
     change_log.append(conn, changes)
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from fonds.records.search_spec import instance_containers, instance_dependents, unchanged_since_created
 from fonds.records.trees import hierarchy
+from fonds.storage import links as link_table
 from fonds.storage.chunks import is_in, select_any
 
 INSTANCE_LINK = "instances/*/sub_container/top_container"
@@ -52,12 +53,11 @@ def _at(doc: dict, path: str):
 
 
 def _gather(conn, tables, container_ids: list[int]) -> tuple[Linked, dict[str, dict[int, dict]], dict[int, object]]:
+    table = link_table.readable(conn)
     links = select_any(
         conn,
-        lambda chunk: select(tables["record_link"]).where(
-            tables["record_link"].c.target_type == "top_container",
-            is_in(tables["record_link"].c.target_id, chunk),
-            tables["record_link"].c.field == INSTANCE_LINK,
+        lambda chunk: select(table).where(
+            table.c.target_type == "top_container", is_in(table.c.target_id, chunk), table.c.field == INSTANCE_LINK
         ),
         container_ids,
     )
@@ -249,7 +249,7 @@ def _containers_below(conn, registry, doc: dict, nodes_below) -> list[str]:
     archival object ids) point at: one query."""
     parsed = registry.parse_uri(doc["uri"])
     tables = conn.info["fonds_tables"]
-    links = tables["record_link"]
+    links = link_table.readable(conn)
     query = select(links.c.target_id).where(
         links.c.source_type == "archival_object",
         links.c.field == INSTANCE_LINK,

@@ -34,6 +34,7 @@ from fonds.records.trees.decorations import TreeViews, dates
 from fonds.records.types import archival
 from fonds.records.types.agent_dependents import linked_agent_dependents
 from fonds.records.types.events import linked_events, linked_events_sql
+from fonds.storage import links as link_table
 from fonds.storage.chunks import is_in, select_any
 from fonds.storage.tables import ColumnSpec
 
@@ -132,7 +133,7 @@ class DigitalObjectHooks(Hooks):
         resources or accessions; an archival object's resource only while it is published), as
         ArchivesSpace's DigitalObject.sequel_to_jsonmodel: two bounded queries per page of rows."""
         tables = conn.info["fonds_tables"]
-        links = tables["record_link"]
+        links = link_table.readable(conn)
         found = select_any(
             conn,
             lambda chunk: (

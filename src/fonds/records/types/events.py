@@ -14,6 +14,7 @@ from fonds.errors import FieldErrors
 from fonds.records.hooks import Hooks
 from fonds.records.registry import Permissions, RecordType, RefRule, Scope, UniqueKey, text_column
 from fonds.records.search_spec import LINKED_AGENTS, DocumentField, SearchSpec, copied
+from fonds.storage import links as link_table
 from fonds.storage.chunks import is_in, select_any
 
 EVENT = "event"
@@ -52,7 +53,7 @@ def linked_events(conn, record_type: str, ids: list[int]) -> list[dict]:
     found: dict[int, list[dict]] = defaultdict(list)
     if ids:
         tables = conn.info["fonds_tables"]
-        links, events = tables["record_link"], tables[EVENT]
+        links, events = link_table.readable(conn), tables[EVENT]
         statement = (
             select(links.c.target_id, events.c.id, events.c.repo_id)
             .distinct()
@@ -71,7 +72,7 @@ def linked_events_sql(dialect: str, record_type: str, row: str) -> str:
     expression yielding the JSON text `linked_events` gives (refs hold digits only: nothing to escape)."""
     ref = """'{"ref":"/repositories/' || e.repo_id || '/events/' || e.id || '"}'"""
     linking = (
-        f"SELECT source_id FROM record_link WHERE source_type = '{EVENT}' AND target_type = '{record_type}'"
+        f"SELECT source_id FROM {link_table.readable_name(dialect)} WHERE source_type = '{EVENT}' AND target_type = '{record_type}'"
         f" AND target_id = {row}.id AND field = '{LINKED_RECORDS}'"
     )
     events = f'FROM "{EVENT}" e WHERE e.id IN ({linking})'
