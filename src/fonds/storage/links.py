@@ -4,12 +4,13 @@ SQLite: a bulk write's links go to `record_link_recent` first, merged into `reco
 Each link of a bulk load to a subject, an agent or a container lands on a page of its own of
 `record_link`'s index by target (the targets are many, and come in no order), and every import
 wrote each such page to the write-ahead log again, and the checkpoints copied it back: at a
-million records that index was a third of the pages each import logged, and its upkeep about a
-seventh of a bulk load's CPU. The recent links have no index by target: an import appends them
-(and to their index by source); merged `RECENT_MERGE_AT` at a time, in one transaction, the
-index's pages take their links together. A 1,000,000-record bench load on SQLite, back to back:
-11,957 and 12,207 records/s against 10,554 and 10,726, 136-140 µs of the server's CPU a record
-against 159-161 (a slow stretch of this host).
+million records that index was more than a third of the pages each import logged. The recent
+links have no index by target: an import appends them (and to their index by source); merged
+`RECENT_MERGE_AT` at a time, in one transaction, the index's pages take their links together.
+1,000,000-record bench loads on SQLite, alternating with the code before (a slow stretch of this
+host, CPU probe 158-265 ms): 11,645-12,698 records/s (mean 12,176, six loads) against
+10,098-12,312 (mean 11,235); the server's CPU 134-145 µs a record against 141-169; the two
+processes writing imports wrote 6.5-6.7 GB instead of 13.3-13.5, in 2.6 million writes instead of 5.8.
 
 The recent links are merged when a bulk write leaves `RECENT_MERGE_AT` of them, and when the
 imports stop (`storage.statistics`, before the tables' statistics are gathered); the search
@@ -35,8 +36,8 @@ RECENT = "record_link_recent"
 # SQLite: every link, merged and recent (created by migration 0018).
 VIEW = "record_link_all"
 # Recent links a bulk write merges at most. More makes fewer merges, each taking more of the
-# index's pages together; a read by target scans them all meanwhile. A 1,000,000-record load:
-# TODO figures.
+# index's pages together, and a read by target scans them all meanwhile: 250,000 bought nothing
+# measurable (a 1,000,000-record load, 11,592 and 11,956 records/s against 11,645 and 11,975).
 RECENT_MERGE_AT = 100_000
 # Set on a connection whose writes are bulk writes (storage.db.Database.bulk_write).
 BULK = "fonds_bulk_links"
