@@ -116,7 +116,7 @@ def merge_recent(conn: Connection) -> int:
 
 def recent_waiting(conn: Connection) -> bool:
     """Whether links wait to be merged."""
-    return conn.dialect.name == "sqlite" and bool(driver.rows(conn, f"SELECT 1 FROM {RECENT} LIMIT 1"))
+    return conn.dialect.name == "sqlite" and driver.scalar(conn, _RECENT_LAST) is not None
 
 
 def merge_recent_of(db) -> int:

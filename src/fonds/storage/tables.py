@@ -109,14 +109,7 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
     Table(
         "record_link",
         metadata,
-        Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("source_type", String(64), nullable=False),
-        Column("source_id", Integer, nullable=False),
-        # `field` is the path with array indexes replaced by `*` (e.g. `subjects/*`), `path` the concrete one.
-        Column("field", String(255), nullable=False),
-        Column("path", String(255), nullable=False),
-        Column("target_type", String(64), nullable=False),
-        Column("target_id", Integer, nullable=False),
+        *_link_columns(autoincrement=True),
         Index("ix_record_link_source", "source_type", "source_id"),
         # With the sources: the links to a record are read in their sources' order from the index.
         Index("ix_record_link_target", "target_type", "target_id", "field", "source_type", "source_id"),
@@ -126,13 +119,7 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
     Table(
         "record_link_recent",
         metadata,
-        Column("id", Integer, primary_key=True, autoincrement=False),
-        Column("source_type", String(64), nullable=False),
-        Column("source_id", Integer, nullable=False),
-        Column("field", String(255), nullable=False),
-        Column("path", String(255), nullable=False),
-        Column("target_type", String(64), nullable=False),
-        Column("target_id", Integer, nullable=False),
+        *_link_columns(autoincrement=False),  # ids given by the writes, kept by the merge
         Index("ix_record_link_recent_source", "source_type", "source_id"),
     )
     Table(
@@ -215,6 +202,20 @@ def build_metadata(specs: list[TableSpec]) -> MetaData:
     )
     _enumeration_tables(metadata)
     return metadata
+
+
+def _link_columns(*, autoincrement: bool) -> list[Column]:
+    """A link table's columns: one ref a record holds."""
+    return [
+        Column("id", Integer, primary_key=True, autoincrement=autoincrement),
+        Column("source_type", String(64), nullable=False),
+        Column("source_id", Integer, nullable=False),
+        # `field` is the path with array indexes replaced by `*` (e.g. `subjects/*`), `path` the concrete one.
+        Column("field", String(255), nullable=False),
+        Column("path", String(255), nullable=False),
+        Column("target_type", String(64), nullable=False),
+        Column("target_id", Integer, nullable=False),
+    ]
 
 
 def _audit_columns() -> list[Column]:
